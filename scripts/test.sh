@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds and runs every test: the unit and golden tests (Release build), the unit tests again
+# under AddressSanitizer + UndefinedBehaviorSanitizer, and the GGUF reader's fuzzer for 60 s.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=$(nproc)
+
+echo "== release build + tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$JOBS"
+ctest --test-dir build --output-on-failure -j"$JOBS"
+
+echo "== sanitizer build (ASan + UBSan) + unit tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMINFER_SANITIZE=ON \
+      -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" >/dev/null
+cmake --build build-asan -j"$JOBS"
+ctest --test-dir build-asan --output-on-failure -j"$JOBS" -LE slow
+
+if [ -f fuzz/CMakeLists.txt ]; then
+  echo "== fuzzing the GGUF reader (libFuzzer, 60 s)"
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DMINFER_FUZZ=ON -DMINFER_BUILD_TESTS=OFF >/dev/null
+  cmake --build build-fuzz -j"$JOBS" --target fuzz_gguf
+  bash scripts/fuzz.sh build-fuzz 60
+fi

@@ -1,0 +1,90 @@
+// The CPU backend's kernels: plain functions over raw buffers, one per graph op. The graph
+// executor (src/backend/cpu/backend.*) maps nodes to these; kernels know nothing of graphs.
+//
+// Layout conventions (those of the graph IR):
+//   activations are token-major: x[t * d + i] for token t < nt, feature i < d;
+//   a weight matrix is row-major [rows = out][cols = in] in its GGUF type.
+// Numerics mirror ggml's CPU backend, so that results match llama.cpp: before a matmul the
+// activations are rounded to the weight type's "vec_dot type" (Q8_0 for Q4_0/Q5_0/Q8_0/
+// IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants, F16 for F16, BF16 for BF16, none for
+// F32), then integer/float dot products are scaled per block exactly as ggml does.
+//
+// Threading: kernels split their work across the OpenMP threads in effect
+// (minfer::cpu::set_threads); every kernel is deterministic for a given thread count.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "quant/types.h"
+
+namespace minfer::cpu {
+
+void set_threads(int n);
+int threads();
+
+struct WeightView {
+  GgmlType type = GgmlType::F32;
+  const uint8_t* data = nullptr;
+  int64_t rows = 0;       // output features
+  int64_t cols = 0;       // input features (row length)
+  size_t row_bytes = 0;   // row_size(type, cols)
+};
+
+// y[t][r] = dot(W[r], x[t]) (+ bias[r] when bias != nullptr), for t < nt, r < rows.
+// x is [nt][cols], y is [nt][rows].
+void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const float* bias);
+
+// out[i] = dequantized row ids[i] of w (the embedding lookup). Ids are checked by the caller.
+void get_rows(const WeightView& w, const int32_t* ids, int64_t n, float* out);
+
+// out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, per row of d (weight may be nullptr).
+void rms_norm(const float* x, const float* weight, int64_t nt, int64_t d, float eps, float* out);
+
+enum class RopeStyle : uint8_t { Normal = 0, NeoX = 2 };  // ggml's mode values
+
+struct RopeParams {
+  RopeStyle style = RopeStyle::Normal;
+  int64_t n_rot = 0;             // rotated dims per head (<= head_dim); the rest pass through
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;       // 1 / linear scaling factor
+  const float* freq_factors = nullptr;  // optional [n_rot/2] divisors (Llama 3 rope_freqs)
+};
+
+// Rotates x [nt][n_head * head_dim] in place by the positions pos[nt], as ggml_rope_ext does.
+void rope(float* x, const int32_t* pos, int64_t nt, int64_t n_head, int64_t head_dim,
+          const RopeParams& p);
+
+void silu(const float* x, float* out, int64_t n);
+void swiglu(const float* gate, const float* up, float* out, int64_t n);  // silu(gate) * up
+void add(const float* a, const float* b, float* out, int64_t n);
+void mul(const float* a, const float* b, float* out, int64_t n);
+
+// A persistent K or V region of one layer: n_ctx rows of `width` elements of `type`
+// (F32, F16 or Q8_0; width must be a multiple of 32 for Q8_0).
+struct KvRegion {
+  GgmlType type = GgmlType::F32;
+  uint8_t* data = nullptr;
+  int64_t width = 0;
+  int64_t n_ctx = 0;
+  size_t row_bytes = 0;
+};
+
+// Writes rows src[t] (width floats) at row pos[t], converting to the region's type.
+// Positions must be < n_ctx (checked by the caller, which reports the error).
+void kv_store(KvRegion& dst, const float* src, const int32_t* pos, int64_t nt);
+
+struct AttnParams {
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;     // of Q and K
+  int64_t head_dim_v = 0;   // of V
+  float scale = 1.0f;       // usually 1/sqrt(head_dim)
+};
+
+// Causal attention for nt queries q [nt][n_head*head_dim]: query t attends to the cached
+// rows 0..pos[t] of k and v. Output [nt][n_head*head_dim_v]. GQA: query head h reads KV head
+// h / (n_head / n_head_kv).
+void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k,
+               const KvRegion& v, const AttnParams& p, float* out);
+
+}  // namespace minfer::cpu
