@@ -1,0 +1,138 @@
+// ggml's quantized block layouts (ggml-common.h), byte for byte: GGUF tensor data is an array
+// of these, so every field, order and size must match. F16 fields are raw IEEE half bits
+// (convert with minfer::fp16_to_fp32 / fp32_to_fp16 from common/fp16.h).
+#pragma once
+#include <cstdint>
+
+namespace minfer::quant {
+
+constexpr int QK4_0 = 32;
+constexpr int QK4_1 = 32;
+constexpr int QK5_0 = 32;
+constexpr int QK5_1 = 32;
+constexpr int QK8_0 = 32;
+constexpr int QK8_1 = 32;
+constexpr int QK4_NL = 32;
+constexpr int QK_K = 256;
+constexpr int K_SCALE_SIZE = 12;
+
+// x = d * (q - 8), q in [0,16): element j in low nibble of qs[j], element j+16 in high nibble.
+struct block_q4_0 {
+  uint16_t d;
+  uint8_t qs[QK4_0 / 2];
+};
+static_assert(sizeof(block_q4_0) == 18);
+
+// x = d * q + m, same nibble layout as q4_0.
+struct block_q4_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[QK4_1 / 2];
+};
+static_assert(sizeof(block_q4_1) == 20);
+
+// x = d * (q - 16); bit 4 of element j is bit j of qh (little-endian uint32).
+struct block_q5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[QK5_0 / 2];
+};
+static_assert(sizeof(block_q5_0) == 22);
+
+struct block_q5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[QK5_1 / 2];
+};
+static_assert(sizeof(block_q5_1) == 24);
+
+struct block_q8_0 {
+  uint16_t d;
+  int8_t qs[QK8_0];
+};
+static_assert(sizeof(block_q8_0) == 34);
+
+// s = d * sum(qs), precomputed for the q4_1/q5_1 dot products.
+struct block_q8_1 {
+  uint16_t d;
+  uint16_t s;
+  int8_t qs[QK8_1];
+};
+static_assert(sizeof(block_q8_1) == 36);
+
+// 16 sub-blocks of 16; scales[i] = scale (low 4 bits) | min (high 4 bits).
+struct block_q2_K {
+  uint8_t scales[QK_K / 16];
+  uint8_t qs[QK_K / 4];
+  uint16_t d;
+  uint16_t dmin;
+};
+static_assert(sizeof(block_q2_K) == 84);
+
+// 16 sub-blocks of 16 with 6-bit signed scales packed in 12 bytes; hmask holds the third bit.
+struct block_q3_K {
+  uint8_t hmask[QK_K / 8];
+  uint8_t qs[QK_K / 4];
+  uint8_t scales[12];
+  uint16_t d;
+};
+static_assert(sizeof(block_q3_K) == 110);
+
+// 8 sub-blocks of 32; 6-bit scales and mins packed in 12 bytes (see get_scale_min_k4).
+struct block_q4_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[K_SCALE_SIZE];
+  uint8_t qs[QK_K / 2];
+};
+static_assert(sizeof(block_q4_K) == 144);
+
+struct block_q5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[K_SCALE_SIZE];
+  uint8_t qh[QK_K / 8];
+  uint8_t qs[QK_K / 2];
+};
+static_assert(sizeof(block_q5_K) == 176);
+
+// 16 sub-blocks of 16 with int8 scales; quants are 4 low bits (ql) + 2 high bits (qh), minus 32.
+struct block_q6_K {
+  uint8_t ql[QK_K / 2];
+  uint8_t qh[QK_K / 4];
+  int8_t scales[QK_K / 16];
+  uint16_t d;
+};
+static_assert(sizeof(block_q6_K) == 210);
+
+// Activation format of the K-quant dot products: float scale, bsums = sums of 16 quants.
+struct block_q8_K {
+  float d;
+  int8_t qs[QK_K];
+  int16_t bsums[QK_K / 16];
+};
+static_assert(sizeof(block_q8_K) == 292);
+
+// Like q4_0 but each nibble indexes kvalues_iq4nl: x = d * kvalues_iq4nl[q].
+struct block_iq4_nl {
+  uint16_t d;
+  uint8_t qs[QK4_NL / 2];
+};
+static_assert(sizeof(block_iq4_nl) == 18);
+
+inline constexpr int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                             1,    13,   25,  38,  53,  69,  89,  113};
+
+// Unpacks the 6-bit scale d and min m of sub-block j (0..7) from q4_K/q5_K's 12 scale bytes.
+inline void get_scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
+  if (j < 4) {
+    *d = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
+  }
+}
+
+}  // namespace minfer::quant

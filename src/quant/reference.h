@@ -1,0 +1,41 @@
+// ggml's scalar reference (de)quantizers, one pair per type, on typed blocks. These are the
+// definition of each format: SIMD kernels elsewhere must agree with them bit for bit.
+// No checks here (hot paths call them): k must be a multiple of the block size, pointers
+// valid. `qw` is an importance matrix of k weights (nullptr for none), as ggml_quantize_chunk
+// passes it; types whose ggml quantizer ignores it have no qw parameter.
+#pragma once
+#include <cstdint>
+
+#include "quant/blocks.h"
+
+namespace minfer::quant::ref {
+
+void quantize_q4_0(const float* x, block_q4_0* y, int64_t k, const float* qw);
+void quantize_q4_1(const float* x, block_q4_1* y, int64_t k, const float* qw);
+void quantize_q5_0(const float* x, block_q5_0* y, int64_t k, const float* qw);
+void quantize_q5_1(const float* x, block_q5_1* y, int64_t k, const float* qw);
+void quantize_q8_0(const float* x, block_q8_0* y, int64_t k);
+void quantize_q8_1(const float* x, block_q8_1* y, int64_t k);
+void quantize_q2_K(const float* x, block_q2_K* y, int64_t k, const float* qw);
+void quantize_q3_K(const float* x, block_q3_K* y, int64_t k, const float* qw);
+void quantize_q4_K(const float* x, block_q4_K* y, int64_t k, const float* qw);
+void quantize_q5_K(const float* x, block_q5_K* y, int64_t k, const float* qw);
+void quantize_q6_K(const float* x, block_q6_K* y, int64_t k, const float* qw);
+void quantize_q8_K(const float* x, block_q8_K* y, int64_t k);
+void quantize_iq4_nl(const float* x, block_iq4_nl* y, int64_t k, const float* qw);
+
+void dequantize_q4_0(const block_q4_0* x, float* y, int64_t k);
+void dequantize_q4_1(const block_q4_1* x, float* y, int64_t k);
+void dequantize_q5_0(const block_q5_0* x, float* y, int64_t k);
+void dequantize_q5_1(const block_q5_1* x, float* y, int64_t k);
+void dequantize_q8_0(const block_q8_0* x, float* y, int64_t k);
+void dequantize_q8_1(const block_q8_1* x, float* y, int64_t k);
+void dequantize_q2_K(const block_q2_K* x, float* y, int64_t k);
+void dequantize_q3_K(const block_q3_K* x, float* y, int64_t k);
+void dequantize_q4_K(const block_q4_K* x, float* y, int64_t k);
+void dequantize_q5_K(const block_q5_K* x, float* y, int64_t k);
+void dequantize_q6_K(const block_q6_K* x, float* y, int64_t k);
+void dequantize_q8_K(const block_q8_K* x, float* y, int64_t k);
+void dequantize_iq4_nl(const block_iq4_nl* x, float* y, int64_t k);
+
+}  // namespace minfer::quant::ref

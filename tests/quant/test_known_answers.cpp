@@ -1,0 +1,395 @@
+// Hand-derived known answers: block bytes built by hand -> expected floats, and small
+// vectors whose quantization can be worked out on paper (scales that are exact in f16).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "common/error.h"
+#include "common/fp16.h"
+#include "quant/blocks.h"
+#include "quant/quant.h"
+
+using namespace minfer;
+using namespace minfer::quant;
+
+namespace {
+
+constexpr uint16_t kOne = 0x3C00;   // 1.0 in f16
+constexpr uint16_t kHalf = 0x3800;  // 0.5
+constexpr uint16_t kTwo = 0x4000;   // 2.0
+
+std::vector<float> deq(GgmlType t, const void* blocks, int64_t n) {
+  std::vector<float> y(size_t(n), -999.0f);
+  dequantize_row(t, blocks, y.data(), n);
+  return y;
+}
+
+template <typename B>
+B zeroed() {
+  B b;
+  std::memset(&b, 0, sizeof(b));
+  return b;
+}
+
+}  // namespace
+
+TEST(QuantKnown, BlockSizesMatchTypeTable) {
+  EXPECT_EQ(type_traits(GgmlType::Q4_0).type_size, sizeof(block_q4_0));
+  EXPECT_EQ(type_traits(GgmlType::Q4_1).type_size, sizeof(block_q4_1));
+  EXPECT_EQ(type_traits(GgmlType::Q5_0).type_size, sizeof(block_q5_0));
+  EXPECT_EQ(type_traits(GgmlType::Q5_1).type_size, sizeof(block_q5_1));
+  EXPECT_EQ(type_traits(GgmlType::Q8_0).type_size, sizeof(block_q8_0));
+  EXPECT_EQ(type_traits(GgmlType::Q8_1).type_size, sizeof(block_q8_1));
+  EXPECT_EQ(type_traits(GgmlType::Q2_K).type_size, sizeof(block_q2_K));
+  EXPECT_EQ(type_traits(GgmlType::Q3_K).type_size, sizeof(block_q3_K));
+  EXPECT_EQ(type_traits(GgmlType::Q4_K).type_size, sizeof(block_q4_K));
+  EXPECT_EQ(type_traits(GgmlType::Q5_K).type_size, sizeof(block_q5_K));
+  EXPECT_EQ(type_traits(GgmlType::Q6_K).type_size, sizeof(block_q6_K));
+  EXPECT_EQ(type_traits(GgmlType::Q8_K).type_size, sizeof(block_q8_K));
+  EXPECT_EQ(type_traits(GgmlType::IQ4_NL).type_size, sizeof(block_iq4_nl));
+}
+
+TEST(QuantKnown, TableFlagsMatchImplementation) {
+  for (uint32_t id = 0; id < 64; ++id) {
+    const TypeTraits* tr = type_traits(id);
+    if (!tr) continue;
+    const GgmlType t = static_cast<GgmlType>(id);
+    if (t == GgmlType::Q8_1) {  // activation-only: quant handles it, no weight may use it
+      EXPECT_FALSE(tr->has_dequant);
+      EXPECT_TRUE(can_dequantize(t) && can_quantize(t));
+      continue;
+    }
+    EXPECT_EQ(tr->has_dequant, can_dequantize(t)) << tr->name;
+    EXPECT_EQ(tr->has_quant, can_quantize(t)) << tr->name;
+  }
+}
+
+TEST(QuantKnown, UnsupportedTypeThrows) {
+  float y[256];
+  uint8_t buf[256] = {};
+  EXPECT_THROW(dequantize_row(GgmlType::IQ2_XXS, buf, y, 256), Error);
+  EXPECT_THROW(quantize_row(GgmlType::IQ2_XXS, y, buf, 256), Error);
+}
+
+// ---- dequantization of hand-built blocks ----
+
+TEST(QuantKnown, DequantQ4_0) {
+  auto b = zeroed<block_q4_0>();
+  b.d = kHalf;
+  for (int j = 0; j < 16; ++j) b.qs[j] = uint8_t(j | ((15 - j) << 4));
+  auto y = deq(GgmlType::Q4_0, &b, 32);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y[j], (j - 8) * 0.5f);
+    EXPECT_EQ(y[j + 16], (7 - j) * 0.5f);
+  }
+}
+
+TEST(QuantKnown, DequantQ4_1) {
+  auto b = zeroed<block_q4_1>();
+  b.d = kTwo;
+  b.m = 0xBC00;  // -1.0
+  for (int j = 0; j < 16; ++j) b.qs[j] = uint8_t(j | (3 << 4));
+  auto y = deq(GgmlType::Q4_1, &b, 32);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y[j], j * 2.0f - 1.0f);
+    EXPECT_EQ(y[j + 16], 5.0f);
+  }
+}
+
+TEST(QuantKnown, DequantQ5_0) {
+  auto b = zeroed<block_q5_0>();
+  b.d = kOne;
+  for (int j = 0; j < 16; ++j) b.qs[j] = 0x00;
+  // High bits: element 0 and element 17 set -> 16-16 = 0 and 16-16 = 0; others -16.
+  const uint32_t qh = (1u << 0) | (1u << 17);
+  std::memcpy(b.qh, &qh, 4);
+  b.qs[3] = 0xF5;  // element 3: 5 -> -11, element 19: 15 -> -1
+  auto y = deq(GgmlType::Q5_0, &b, 32);
+  for (int j = 0; j < 32; ++j) {
+    float want = -16;
+    if (j == 0 || j == 17) want = 0;
+    if (j == 3) want = -11;
+    if (j == 19) want = -1;
+    EXPECT_EQ(y[j], want) << j;
+  }
+}
+
+TEST(QuantKnown, DequantQ5_1) {
+  auto b = zeroed<block_q5_1>();
+  b.d = kHalf;
+  b.m = kOne;
+  const uint32_t qh = 0xFFFF0000u;  // bit 4 set for elements 16..31
+  std::memcpy(b.qh, &qh, 4);
+  for (int j = 0; j < 16; ++j) b.qs[j] = uint8_t(j | (j << 4));
+  auto y = deq(GgmlType::Q5_1, &b, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], j * 0.5f + 1.0f) << j;
+}
+
+TEST(QuantKnown, DequantQ8_0) {
+  auto b = zeroed<block_q8_0>();
+  b.d = 0x3400;  // 0.25
+  for (int j = 0; j < 32; ++j) b.qs[j] = int8_t(j * 8 - 128);
+  auto y = deq(GgmlType::Q8_0, &b, 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], (j * 8 - 128) * 0.25f);
+}
+
+TEST(QuantKnown, DequantQ2_K) {
+  auto b = zeroed<block_q2_K>();
+  b.d = kOne;
+  b.dmin = kOne;
+  for (auto& s : b.scales) s = (1 << 4) | 2;  // scale 2, min 1
+  for (auto& q : b.qs) q = 0xE4;              // 2-bit fields 0,1,2,3 from low to high
+  auto y = deq(GgmlType::Q2_K, &b, 256);
+  for (int e = 0; e < 256; ++e) EXPECT_EQ(y[e], 2.0f * ((e % 128) / 32) - 1.0f) << e;
+}
+
+TEST(QuantKnown, DequantQ3_K) {
+  auto b = zeroed<block_q3_K>();
+  b.d = kOne;
+  // Every 6-bit scale = 33 (-> +1): low nibble 1, high 2 bits = 2; scale 3 = 27 (-> -5).
+  for (int i = 0; i < 8; ++i) b.scales[i] = 0x11;
+  for (int i = 8; i < 12; ++i) b.scales[i] = 0xAA;
+  b.scales[3] = 0x1B;
+  b.scales[11] = 0xA9;
+  for (auto& q : b.qs) q = 0xE4;
+  for (int l = 0; l < 16; ++l) b.hmask[l] = 0xFF;  // high bit set: no -4 offset
+  auto y = deq(GgmlType::Q3_K, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int l = e % 32;
+    const float q = float((e % 128) / 32 - (l < 16 ? 0 : 4));
+    const float scale = (e / 16 == 3) ? -5.0f : 1.0f;
+    EXPECT_EQ(y[e], scale * q) << e;
+  }
+}
+
+TEST(QuantKnown, DequantQ4_K) {
+  auto b = zeroed<block_q4_K>();
+  b.d = kOne;
+  b.dmin = kHalf;
+  // Sub-block j: scale j+1, min j (all < 16, so the high bits are zero) ...
+  for (int j = 0; j < 4; ++j) {
+    b.scales[j] = uint8_t(j + 1);
+    b.scales[j + 4] = uint8_t(j);
+  }
+  for (int j = 4; j < 8; ++j) b.scales[j + 4] = uint8_t((j + 1) | (j << 4));
+  // ... except sub-block 5 whose scale is 40: low nibble 8 in byte 9, high bits 2 in byte 1.
+  b.scales[9] = uint8_t(8 | (5 << 4));
+  b.scales[1] |= 2 << 6;
+  for (auto& q : b.qs) q = 0x21;  // low nibble 1 (even sub-blocks), high nibble 2 (odd)
+  auto y = deq(GgmlType::Q4_K, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int j = e / 32;
+    const float sc = j == 5 ? 40.0f : float(j + 1);
+    const float q = (j % 2 == 0) ? 1.0f : 2.0f;
+    EXPECT_EQ(y[e], sc * q - 0.5f * j) << e;
+  }
+}
+
+TEST(QuantKnown, DequantQ5_K) {
+  auto b = zeroed<block_q5_K>();
+  b.d = kOne;
+  b.dmin = kOne;
+  const uint8_t scales[12] = {1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1};
+  std::memcpy(b.scales, scales, 12);
+  for (auto& q : b.qs) q = 0x21;
+  for (auto& h : b.qh) h = 0x01;  // 5th bit for the first 32 elements only
+  auto y = deq(GgmlType::Q5_K, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    const float want = e < 32 ? 17.0f : ((e / 32) % 2 == 0 ? 1.0f : 2.0f);
+    EXPECT_EQ(y[e], want) << e;
+  }
+}
+
+TEST(QuantKnown, DequantQ6_K) {
+  auto b = zeroed<block_q6_K>();
+  b.d = kHalf;
+  for (int i = 0; i < 16; ++i) b.scales[i] = int8_t(i - 8);
+  b.ql[0] = 0x5A;
+  b.qh[0] = 0xE4;
+  auto y = deq(GgmlType::Q6_K, &b, 256);
+  for (int e = 0; e < 256; ++e) {
+    int q = -32;
+    if (e == 0) q = -22;
+    if (e == 32) q = -16;
+    if (e == 64) q = 5;
+    if (e == 96) q = 16;
+    EXPECT_EQ(y[e], 0.5f * (e / 16 - 8) * q) << e;
+  }
+}
+
+TEST(QuantKnown, DequantQ8_K) {
+  auto b = zeroed<block_q8_K>();
+  b.d = 0.5f;
+  for (int j = 0; j < 256; ++j) b.qs[j] = int8_t(j - 128);
+  auto y = deq(GgmlType::Q8_K, &b, 256);
+  for (int j = 0; j < 256; ++j) EXPECT_EQ(y[j], (j - 128) * 0.5f);
+}
+
+TEST(QuantKnown, DequantIQ4_NL) {
+  auto b = zeroed<block_iq4_nl>();
+  b.d = kTwo;
+  for (int j = 0; j < 16; ++j) b.qs[j] = uint8_t(j | ((15 - j) << 4));
+  auto y = deq(GgmlType::IQ4_NL, &b, 32);
+  const int table[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y[j], 2.0f * table[j]);
+    EXPECT_EQ(y[j + 16], 2.0f * table[15 - j]);
+  }
+}
+
+TEST(QuantKnown, DequantHalfTypes) {
+  const uint16_t f16[4] = {0x3C00, 0xC000, 0x0001, 0x7BFF};  // 1, -2, smallest subnormal, max
+  auto y = deq(GgmlType::F16, f16, 4);
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[1], -2.0f);
+  EXPECT_EQ(y[2], 0x1p-24f);
+  EXPECT_EQ(y[3], 65504.0f);
+  const uint16_t bf16[2] = {0x3F80, 0xC040};  // 1, -3
+  auto z = deq(GgmlType::BF16, bf16, 2);
+  EXPECT_EQ(z[0], 1.0f);
+  EXPECT_EQ(z[1], -3.0f);
+}
+
+// ---- quantization of vectors with hand-derivable answers ----
+
+TEST(QuantKnown, QuantQ8_0RoundsHalfAwayFromZero) {
+  // amax 127 -> d = 1 exactly, so q = roundf(x): halves round away from zero.
+  float x[32];
+  x[0] = 127;
+  for (int j = 1; j < 32; ++j) x[j] = (j % 2 ? 1 : -1) * (j + 0.5f);
+  block_q8_0 b;
+  quantize_row(GgmlType::Q8_0, x, &b, 32);
+  EXPECT_EQ(b.d, kOne);
+  EXPECT_EQ(b.qs[0], 127);
+  for (int j = 1; j < 32; ++j) EXPECT_EQ(b.qs[j], (j % 2 ? 1 : -1) * (j + 1)) << j;
+}
+
+TEST(QuantKnown, QuantQ4_0) {
+  // Largest magnitude -8 -> d = -8/-8 = 1, q = trunc(x + 8.5) capped at 15.
+  float x[32];
+  for (int j = 0; j < 32; ++j) x[j] = float(j % 16) - 8;  // -8..7
+  x[5] = 0.5f;                                            // 9.0 -> 9
+  x[6] = 0.49f;                                           // 8.99 -> 8
+  block_q4_0 b;
+  quantize_row(GgmlType::Q4_0, x, &b, 32);
+  EXPECT_EQ(b.d, kOne);
+  for (int j = 0; j < 16; ++j) {
+    int lo = j;
+    if (j == 5) lo = 9;
+    if (j == 6) lo = 8;
+    EXPECT_EQ(b.qs[j], uint8_t(lo | (j << 4))) << j;
+  }
+  // Largest magnitude +8 -> d = -1: q = trunc(-x + 8.5), and x = -8 saturates at 15.
+  for (int j = 0; j < 32; ++j) x[j] = 0;
+  x[0] = 8;
+  x[1] = -8;
+  x[2] = 3;
+  quantize_row(GgmlType::Q4_0, x, &b, 32);
+  EXPECT_EQ(b.d, 0xBC00);
+  EXPECT_EQ(b.qs[0] & 0xF, 0);
+  EXPECT_EQ(b.qs[1] & 0xF, 15);
+  EXPECT_EQ(b.qs[2] & 0xF, 5);
+  EXPECT_EQ(b.qs[3], 0x88);
+}
+
+TEST(QuantKnown, QuantQ4_1) {
+  // min 100, max 115 -> d = 1, m = 100 (0x5640), q = x - 100.
+  float x[32];
+  for (int j = 0; j < 32; ++j) x[j] = 100.0f + float(j % 16);
+  block_q4_1 b;
+  quantize_row(GgmlType::Q4_1, x, &b, 32);
+  EXPECT_EQ(b.d, kOne);
+  EXPECT_EQ(b.m, 0x5640);
+  for (int j = 0; j < 16; ++j) EXPECT_EQ(b.qs[j], uint8_t(j | (j << 4)));
+}
+
+TEST(QuantKnown, QuantQ5_0) {
+  // Largest magnitude -16 -> d = 1, q = x + 16 with the 5th bit in qh.
+  float x[32];
+  for (int j = 0; j < 32; ++j) x[j] = float(j) - 16;  // -16..15
+  block_q5_0 b;
+  quantize_row(GgmlType::Q5_0, x, &b, 32);
+  EXPECT_EQ(b.d, kOne);
+  uint32_t qh;
+  std::memcpy(&qh, b.qh, 4);
+  EXPECT_EQ(qh, 0xFFFF0000u);
+  for (int j = 0; j < 16; ++j) EXPECT_EQ(b.qs[j], uint8_t(j | (j << 4)));
+}
+
+TEST(QuantKnown, QuantQ5_1) {
+  float x[32];
+  for (int j = 0; j < 32; ++j) x[j] = float(j) * 0.5f;  // min 0, max 15.5 -> d = 0.5
+  block_q5_1 b;
+  quantize_row(GgmlType::Q5_1, x, &b, 32);
+  EXPECT_EQ(b.d, kHalf);
+  EXPECT_EQ(b.m, 0);
+  uint32_t qh;
+  std::memcpy(&qh, b.qh, 4);
+  EXPECT_EQ(qh, 0xFFFF0000u);
+  for (int j = 0; j < 16; ++j) EXPECT_EQ(b.qs[j], uint8_t(j | (j << 4)));
+}
+
+TEST(QuantKnown, QuantQ8_K) {
+  // Largest magnitude -127 -> iscale = 1, d = 1, q = x.
+  float x[256];
+  for (int j = 0; j < 255; ++j) x[j] = float(j - 127);
+  x[255] = 0;
+  block_q8_K b;
+  quantize_row(GgmlType::Q8_K, x, &b, 256);
+  EXPECT_EQ(b.d, 1.0f);
+  for (int j = 0; j < 255; ++j) EXPECT_EQ(b.qs[j], j - 127);
+  for (int g = 0; g < 16; ++g) {
+    int sum = 0;
+    for (int j = 16 * g; j < 16 * g + 16; ++j) sum += (j < 255 ? j - 127 : 0);
+    EXPECT_EQ(b.bsums[g], sum);
+  }
+}
+
+TEST(QuantKnown, QuantHalfTypesRoundToNearestEven) {
+  // 1 + 2^-11 is halfway between two halves: ties to even (1.0); 1 + 3*2^-11 -> 1 + 2^-9.
+  const float x[3] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, -2.0f};
+  uint16_t h[3];
+  quantize_row(GgmlType::F16, x, h, 3);
+  EXPECT_EQ(h[0], 0x3C00);
+  EXPECT_EQ(h[1], 0x3C02);
+  EXPECT_EQ(h[2], 0xC000);
+  const float y[2] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f};  // bf16 has 7 fraction bits
+  uint16_t b[2];
+  quantize_row(GgmlType::BF16, y, b, 2);
+  EXPECT_EQ(b[0], 0x3F80);
+  EXPECT_EQ(b[1], 0x3F82);
+}
+
+TEST(QuantKnown, IQ4_NLReproducesTableValues) {
+  // x = the table itself (scaled by 1): the best scale is 1 and every index is exact.
+  float x[32];
+  const int8_t* v = kvalues_iq4nl;
+  for (int j = 0; j < 16; ++j) {
+    x[j] = v[j];
+    x[j + 16] = v[15 - j];
+  }
+  block_iq4_nl b;
+  quantize_row(GgmlType::IQ4_NL, x, &b, 32);
+  EXPECT_EQ(b.d, kOne);
+  for (int j = 0; j < 16; ++j) EXPECT_EQ(b.qs[j], uint8_t(j | ((15 - j) << 4)));
+}
+
+TEST(QuantKnown, F16ScaleOverflowBoundary) {
+  // Q8_0's d = amax/127 must fit an f16 (max 65504): amax = 65504*127 is the largest that does.
+  float x[32] = {};
+  block_q8_0 b;
+  x[0] = 65504.0f * 127;
+  EXPECT_NO_THROW(quantize_row(GgmlType::Q8_0, x, &b, 32));
+  EXPECT_EQ(b.d, 0x7BFF);
+  EXPECT_EQ(b.qs[0], 127);
+  x[0] = 65536.0f * 127;  // d = 65536 rounds to inf in f16
+  EXPECT_THROW(quantize_row(GgmlType::Q8_0, x, &b, 32), Error);
+  // Q6_K's input limit (65504 * 128 * 32) is checked before ggml's search could overflow.
+  std::vector<float> y(256, 1.0f);
+  std::vector<uint8_t> q(sizeof(block_q6_K));
+  y[5] = 65504.0f * 128 * 32 * 1.01f;
+  EXPECT_THROW(quantize_row(GgmlType::Q6_K, y.data(), q.data(), 256), Error);
+  y[5] = 1e6f;
+  EXPECT_NO_THROW(quantize_row(GgmlType::Q6_K, y.data(), q.data(), 256));
+}

@@ -1,0 +1,416 @@
+// `minfer quantize` end to end: llama-quantize's per-tensor type choices on llama-shaped
+// models (expected tables written from llama.cpp's llama_tensor_get_type), data that
+// dequantizes close to the input, and a round trip that reproduces the synthetic models
+// (made by ggml's reference quantizers) byte for byte.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/fp16.h"
+#include "common/test_data.h"
+#include "gguf/gguf.h"
+#include "quant/quant.h"
+#include "tools/quantize.h"
+
+using namespace minfer;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path tmp_dir() {
+  fs::path d = fs::temp_directory_path() / ("minfer-quant-test-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+struct Spec {
+  int n_layer, n_embd, n_ff, n_vocab, n_head, n_head_kv;
+  bool tied;
+  GgmlType matrix_type;  // F32 or F16
+};
+
+// Original values per tensor name, to compare the quantized output against.
+using Values = std::map<std::string, std::vector<float>>;
+
+Values write_llama(const Spec& s, const std::string& path) {
+  gguf::Writer w;
+  w.set("general.architecture", gguf::Value::str("llama"));
+  w.set("general.name", gguf::Value::str("quant-test"));
+  w.set("general.file_type", gguf::Value::u32(s.matrix_type == GgmlType::F16 ? 1 : 0));
+  w.set("llama.block_count", gguf::Value::u32(uint32_t(s.n_layer)));
+  w.set("llama.embedding_length", gguf::Value::u32(uint32_t(s.n_embd)));
+  w.set("llama.feed_forward_length", gguf::Value::u32(uint32_t(s.n_ff)));
+  w.set("llama.attention.head_count", gguf::Value::u32(uint32_t(s.n_head)));
+  w.set("llama.attention.head_count_kv", gguf::Value::u32(uint32_t(s.n_head_kv)));
+  w.set("llama.context_length", gguf::Value::u32(256));
+
+  static Values values;  // kept alive until write() has run the producers
+  values.clear();
+  std::mt19937 rng(123);
+  std::normal_distribution<float> nd(0.0f, 0.05f);
+  const int64_t kv_dim = int64_t(s.n_embd) / s.n_head * s.n_head_kv;
+  auto add = [&](const std::string& name, std::vector<int64_t> ne, GgmlType type) {
+    int64_t n = 1;
+    for (int64_t d : ne) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) x = nd(rng);
+    if (type == GgmlType::F16)  // the reference values are what the file holds
+      for (auto& x : v) x = fp16_to_fp32(fp32_to_fp16(x));
+    values[name] = v;
+    w.add_tensor(name, type, ne, [&vals = values[name], type](uint8_t* dst, size_t nbytes) {
+      quant::quantize_row(type, vals.data(), dst, int64_t(vals.size()));
+      (void)nbytes;
+    });
+  };
+  const GgmlType m = s.matrix_type;
+  add("token_embd.weight", {s.n_embd, s.n_vocab}, m);
+  add("output_norm.weight", {s.n_embd}, GgmlType::F32);
+  if (!s.tied) add("output.weight", {s.n_embd, s.n_vocab}, m);
+  for (int i = 0; i < s.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    add(p + "attn_norm.weight", {s.n_embd}, GgmlType::F32);
+    add(p + "attn_q.weight", {s.n_embd, s.n_embd}, m);
+    add(p + "attn_k.weight", {s.n_embd, kv_dim}, m);
+    add(p + "attn_v.weight", {s.n_embd, kv_dim}, m);
+    add(p + "attn_output.weight", {s.n_embd, s.n_embd}, m);
+    add(p + "ffn_norm.weight", {s.n_embd}, GgmlType::F32);
+    add(p + "ffn_gate.weight", {s.n_embd, s.n_ff}, m);
+    add(p + "ffn_up.weight", {s.n_embd, s.n_ff}, m);
+    add(p + "ffn_down.weight", {s.n_ff, s.n_embd}, m);
+  }
+  w.write(path);
+  return values;
+}
+
+std::map<std::string, GgmlType> types_of(const std::string& path) {
+  std::map<std::string, GgmlType> m;
+  const auto f = gguf::File::open(path);
+  for (const auto& t : f->tensors()) m[t.name] = t.type;
+  return m;
+}
+
+double bound_for(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32:
+      return 0;
+    case GgmlType::F16:
+      return 0.0003;
+    case GgmlType::Q8_0:
+      return 0.007;
+    case GgmlType::Q6_K:
+      return 0.021;
+    case GgmlType::Q5_0:
+      return 0.05;
+    case GgmlType::Q5_1:
+      return 0.045;
+    case GgmlType::Q5_K:
+      return 0.043;
+    case GgmlType::Q4_0:
+      return 0.1;
+    case GgmlType::Q4_K:
+      return 0.083;
+    case GgmlType::Q3_K:
+      return 0.18;
+    case GgmlType::Q2_K:
+      return 0.35;
+    case GgmlType::IQ4_NL:
+      return 0.09;
+    default:
+      return 0.5;
+  }
+}
+
+// Every tensor of `path` dequantizes to within its type's bound of the original values.
+void expect_close(const std::string& path, const Values& values) {
+  auto f = gguf::File::open(path);
+  for (const auto& t : f->tensors()) {
+    const auto& x = values.at(t.name);
+    ASSERT_EQ(size_t(t.n_elements()), x.size()) << t.name;
+    std::vector<float> y(x.size());
+    const int64_t nx = t.ne[0];
+    const size_t rs = row_size(t.type, nx);
+    for (int64_t r = 0; r < t.n_elements() / nx; ++r)
+      quant::dequantize_row(t.type, t.data + size_t(r) * rs, y.data() + r * nx, nx);
+    double se = 0, ss = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      se += double(x[i] - y[i]) * (x[i] - y[i]);
+      ss += double(x[i]) * x[i];
+    }
+    EXPECT_LE(std::sqrt(se / ss), bound_for(t.type) * 1.3 + 1e-7)
+        << t.name << " " << type_name(t.type);
+  }
+}
+
+using Table = std::map<std::string, GgmlType>;
+
+// Expected types for the llama-shaped model: `per_layer(i, suffix)` gives layer tensors.
+Table expected(const Spec& s, GgmlType embd, GgmlType out,
+               const std::function<GgmlType(int, const std::string&)>& per_layer) {
+  Table t;
+  t["token_embd.weight"] = embd;
+  t["output_norm.weight"] = GgmlType::F32;
+  if (!s.tied) t["output.weight"] = out;
+  for (int i = 0; i < s.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    for (const char* n : {"attn_norm", "ffn_norm"}) t[p + n + ".weight"] = GgmlType::F32;
+    for (const char* n :
+         {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"})
+      t[p + n + ".weight"] = per_layer(i, n);
+  }
+  return t;
+}
+
+void expect_types(const Table& want, const std::string& path) {
+  const auto got = types_of(path);
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, type] : want) {
+    ASSERT_TRUE(got.count(name)) << name;
+    EXPECT_EQ(type_name(got.at(name)), type_name(type)) << name;
+  }
+}
+
+class QuantizeTool : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = tmp_dir(); }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string p(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+// 8 layers of 256: llama's use_more_bits picks layers 0, 3, 6, 7 (first/last eighth and
+// every third in between).
+const Spec k8 = {8, 256, 512, 512, 8, 2, false, GgmlType::F32};
+
+}  // namespace
+
+TEST_F(QuantizeTool, Q4_K_M_Mix) {
+  const Values v = write_llama(k8, p("in.gguf"));
+  const auto r = tools::quantize_model(p("in.gguf"), p("out.gguf"), "Q4_K_M", 2);
+  auto more_bits = [](int i) { return i == 0 || i == 3 || i == 6 || i == 7; };
+  expect_types(expected(k8, GgmlType::Q4_K, GgmlType::Q6_K,
+                        [&](int i, const std::string& n) {
+                          if ((n == "attn_v" || n == "ffn_down") && more_bits(i))
+                            return GgmlType::Q6_K;
+                          return GgmlType::Q4_K;
+                        }),
+               p("out.gguf"));
+  EXPECT_EQ(r.n_fallback, 0);
+  EXPECT_EQ(r.n_tensors, 3 + 9 * 8);
+  EXPECT_EQ(r.n_converted, 2 + 7 * 8);
+  expect_close(p("out.gguf"), v);
+  auto f = gguf::File::open(p("out.gguf"));
+  EXPECT_EQ(f->get_uint("general.file_type"), 15u);
+  EXPECT_EQ(f->get_uint("general.quantization_version"), 2u);
+  EXPECT_EQ(f->get_string("general.name"), "quant-test");
+  EXPECT_EQ(f->get_uint("llama.block_count"), 8u);
+}
+
+TEST_F(QuantizeTool, Q8_0EverythingButVectors) {
+  const Values v = write_llama(k8, p("in.gguf"));
+  tools::quantize_model(p("in.gguf"), p("out.gguf"), "q8_0", 1);
+  expect_types(expected(k8, GgmlType::Q8_0, GgmlType::Q8_0,
+                        [](int, const std::string&) { return GgmlType::Q8_0; }),
+               p("out.gguf"));
+  expect_close(p("out.gguf"), v);
+  EXPECT_EQ(gguf::File::open(p("out.gguf"))->get_uint("general.file_type"), 7u);
+}
+
+TEST_F(QuantizeTool, Q3_K_M_Mix) {
+  write_llama(k8, p("in.gguf"));
+  tools::quantize_model(p("in.gguf"), p("out.gguf"), "Q3_K_M", 2);
+  expect_types(expected(k8, GgmlType::Q3_K, GgmlType::Q6_K,
+                        [](int i, const std::string& n) {
+                          if (n == "attn_v") return i < 2 ? GgmlType::Q5_K : GgmlType::Q4_K;
+                          if (n == "ffn_down" || n == "attn_output") return GgmlType::Q4_K;
+                          return GgmlType::Q3_K;
+                        }),
+               p("out.gguf"));
+}
+
+TEST_F(QuantizeTool, Q2_KAndQ4_K_SAndQ5_K_MMixes) {
+  write_llama(k8, p("in.gguf"));
+  tools::quantize_model(p("in.gguf"), p("q2.gguf"), "Q2_K", 2);
+  expect_types(expected(k8, GgmlType::Q2_K, GgmlType::Q6_K,
+                        [](int, const std::string& n) {
+                          if (n == "attn_v") return GgmlType::Q4_K;  // n_gqa = 8/2 >= 4
+                          if (n == "ffn_down" || n == "attn_output") return GgmlType::Q3_K;
+                          return GgmlType::Q2_K;
+                        }),
+               p("q2.gguf"));
+  tools::quantize_model(p("in.gguf"), p("q4s.gguf"), "Q4_K_S", 2);
+  expect_types(expected(k8, GgmlType::Q4_K, GgmlType::Q6_K,
+                        [](int i, const std::string& n) {
+                          if (n == "attn_v" && i < 4) return GgmlType::Q5_K;
+                          if (n == "ffn_down" && i < 1) return GgmlType::Q5_K;
+                          return GgmlType::Q4_K;
+                        }),
+               p("q4s.gguf"));
+  tools::quantize_model(p("in.gguf"), p("q5m.gguf"), "Q5_K_M", 2);
+  expect_types(expected(k8, GgmlType::Q5_K, GgmlType::Q6_K,
+                        [](int i, const std::string& n) {
+                          const bool more = i == 0 || i == 3 || i == 6 || i == 7;
+                          if ((n == "attn_v" || n == "ffn_down") && more) return GgmlType::Q6_K;
+                          return GgmlType::Q5_K;
+                        }),
+               p("q5m.gguf"));
+}
+
+TEST_F(QuantizeTool, LegacyAndFloatMixes) {
+  const Values v = write_llama(k8, p("in.gguf"));
+  // Legacy types still give the output projection 6 bits; IQ4_NL adds Q5_K for attn_v when
+  // n_gqa >= 4 and for the first eighth of ffn_down.
+  for (const char* ft : {"Q4_0", "Q4_1", "Q5_0", "Q5_1"}) {
+    tools::quantize_model(p("in.gguf"), p("out.gguf"), ft, 2);
+    const GgmlType t = *type_from_name(ft);
+    expect_types(expected(k8, t, GgmlType::Q6_K, [t](int, const std::string&) { return t; }),
+                 p("out.gguf"));
+    expect_close(p("out.gguf"), v);
+  }
+  tools::quantize_model(p("in.gguf"), p("out.gguf"), "IQ4_NL", 2);
+  expect_types(expected(k8, GgmlType::IQ4_NL, GgmlType::Q6_K,
+                        [](int i, const std::string& n) {
+                          if (n == "attn_v" || (n == "ffn_down" && i < 1)) return GgmlType::Q5_K;
+                          return GgmlType::IQ4_NL;
+                        }),
+               p("out.gguf"));
+  expect_close(p("out.gguf"), v);
+  for (const char* ft : {"F16", "BF16"}) {
+    tools::quantize_model(p("in.gguf"), p("out.gguf"), ft, 2);
+    const GgmlType t = *type_from_name(ft);
+    expect_types(expected(k8, t, t, [t](int, const std::string&) { return t; }), p("out.gguf"));
+  }
+  tools::quantize_model(p("in.gguf"), p("q6.gguf"), "Q6_K", 2);
+  expect_types(expected(k8, GgmlType::Q6_K, GgmlType::Q6_K,
+                        [](int, const std::string&) { return GgmlType::Q6_K; }),
+               p("q6.gguf"));
+}
+
+TEST_F(QuantizeTool, Width896FallsBack) {
+  // Qwen2.5-0.5B's width: 896 is a multiple of 32 but not of 256. F16 input this time.
+  const Spec s = {4, 896, 512, 256, 14, 2, false, GgmlType::F16};
+  const Values v = write_llama(s, p("in.gguf"));
+  const auto r = tools::quantize_model(p("in.gguf"), p("out.gguf"), "Q4_K_M", 2);
+  // use_more_bits(i, 4): layers 2 (third after the first eighth) and 3 (last eighth).
+  expect_types(expected(s, GgmlType::Q5_0, GgmlType::Q8_0,
+                        [](int i, const std::string& n) {
+                          const bool more = i >= 2;
+                          if (n == "ffn_down")
+                            return more ? GgmlType::Q6_K : GgmlType::Q4_K;  // rows of 512
+                          if (n == "attn_v") return more ? GgmlType::Q8_0 : GgmlType::Q5_0;
+                          return GgmlType::Q5_0;
+                        }),
+               p("out.gguf"));
+  // token_embd + 6 matrices x 4 layers; output.weight goes straight to Q8_0 (no fallback).
+  EXPECT_EQ(r.n_fallback, 1 + 6 * 4);
+  expect_close(p("out.gguf"), v);
+
+  const auto r2 = tools::quantize_model(p("in.gguf"), p("q3.gguf"), "Q3_K_M", 2);
+  const auto got = types_of(p("q3.gguf"));
+  EXPECT_EQ(got.at("token_embd.weight"), GgmlType::IQ4_NL);    // Q3_K -> IQ4_NL
+  EXPECT_EQ(got.at("blk.0.attn_v.weight"), GgmlType::Q5_1);    // Q5_K -> Q5_1
+  EXPECT_EQ(got.at("blk.3.attn_v.weight"), GgmlType::Q5_0);    // Q4_K -> Q5_0
+  EXPECT_EQ(got.at("blk.1.ffn_down.weight"), GgmlType::Q4_K);  // 512-wide rows fit
+  EXPECT_GT(r2.n_fallback, 0);
+}
+
+TEST_F(QuantizeTool, BadInputsAreErrors) {
+  write_llama(k8, p("in.gguf"));
+  EXPECT_THROW(tools::quantize_model(p("in.gguf"), p("out.gguf"), "Q9_X", 1), Error);
+  EXPECT_THROW(tools::quantize_model(p("missing.gguf"), p("out.gguf"), "Q8_0", 1), Error);
+  EXPECT_FALSE(fs::exists(p("out.gguf")));
+  // A row of 100 fits no 32-block type.
+  gguf::Writer w;
+  w.set("general.architecture", gguf::Value::str("llama"));
+  std::vector<float> x(100 * 4, 0.5f);
+  w.add_tensor("blk.0.attn_q.weight", GgmlType::F32, {100, 4}, x.data());
+  w.write(p("odd.gguf"));
+  try {
+    tools::quantize_model(p("odd.gguf"), p("out.gguf"), "Q4_0", 1);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blk.0.attn_q.weight"), std::string::npos) << e.what();
+  }
+}
+
+// Dequantize a synthetic model to F32, quantize it back with its own type: every tensor,
+// including the tied token_embd that the Q6_K rule sends to Q8_0 via the fallback, and all
+// metadata come back identical.
+TEST_F(QuantizeTool, RoundTripReproducesSyntheticModels) {
+  MINFER_REQUIRE_SHARED();
+  for (auto [file, ft] : {std::pair{"models/tiny-qwen3-q4_0.gguf", "Q4_0"},
+                          std::pair{"models/tiny-qwen2-q8_0.gguf", "Q8_0"}}) {
+    const std::string orig = test::shared_path(file);
+    tools::quantize_model(orig, p("f32.gguf"), "F32", 2);
+    tools::quantize_model(p("f32.gguf"), p("back.gguf"), ft, 2);
+    auto a = gguf::File::open(orig);
+    auto b = gguf::File::open(p("back.gguf"));
+    ASSERT_EQ(a->tensors().size(), b->tensors().size());
+    for (const auto& ta : a->tensors()) {
+      const auto* tb = b->find_tensor(ta.name);
+      ASSERT_NE(tb, nullptr) << ta.name;
+      EXPECT_EQ(type_name(tb->type), type_name(ta.type)) << ta.name;
+      ASSERT_EQ(tb->nbytes, ta.nbytes) << ta.name;
+      EXPECT_EQ(std::memcmp(ta.data, tb->data, ta.nbytes), 0) << ta.name;
+    }
+    ASSERT_EQ(a->metadata().size(), b->metadata().size());
+    for (size_t i = 0; i < a->metadata().size(); ++i) {
+      EXPECT_EQ(a->metadata()[i].key, b->metadata()[i].key);
+      EXPECT_TRUE(a->metadata()[i].value == b->metadata()[i].value) << a->metadata()[i].key;
+    }
+  }
+}
+
+namespace {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string err;  // stderr (stdout discarded)
+};
+
+CliResult run_minfer(const std::string& args) {
+  const std::string cmd = std::string(MINFER_BINARY) + " " + args + " 2>&1 >/dev/null";
+  CliResult r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.err.append(buf, n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace
+
+TEST_F(QuantizeTool, CommandLine) {
+  if (!fs::exists(MINFER_BINARY)) GTEST_SKIP() << "minfer binary not built";
+  write_llama(k8, p("in.gguf"));
+  // stderr is not a terminal here: no progress bar, only the summary.
+  CliResult r =
+      run_minfer("quantize " + p("in.gguf") + " " + p("out.gguf") + " q4_k_m --threads 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("75 tensors, 58 converted"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" MiB -> "), std::string::npos) << r.err;
+  EXPECT_EQ(types_of(p("out.gguf")).at("output.weight"), GgmlType::Q6_K);
+
+  r = run_minfer("quantize " + p("in.gguf") + " " + p("bad.gguf") + " Q7_X");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("Q7_X"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(p("bad.gguf")));
+  r = run_minfer("quantize " + p("nope.gguf") + " " + p("bad.gguf") + " Q8_0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("nope.gguf"), std::string::npos) << r.err;
+  r = run_minfer("quantize " + p("in.gguf"));  // missing arguments: usage error
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
