@@ -1,0 +1,160 @@
+// File: opening (mmap or memory), lookup and the typed metadata getters.
+#include <limits>
+
+#include "common/error.h"
+#include "gguf/file_impl.h"
+
+namespace minfer::gguf {
+
+void File::Impl::build_indexes() {
+  kv_index.clear();
+  tensor_index.clear();
+  kv_index.reserve(kv.size());
+  tensor_index.reserve(tensors.size());
+  for (size_t i = 0; i < kv.size(); ++i) kv_index.emplace(kv[i].key, i);
+  for (size_t i = 0; i < tensors.size(); ++i) tensor_index.emplace(tensors[i].name, i);
+}
+
+File::File(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+File::~File() = default;
+
+static std::unique_ptr<File::Impl> impl_from_image(ParsedImage img, std::string path) {
+  auto impl = std::make_unique<File::Impl>();
+  impl->path = std::move(path);
+  impl->version = img.version;
+  impl->alignment = img.alignment;
+  impl->data_offset = img.data_offset;
+  impl->kv = std::move(img.kv);
+  impl->tensors = std::move(img.tensors);
+  return impl;
+}
+
+std::unique_ptr<File> File::open(const std::string& path) {
+  auto map = std::make_unique<MappedFile>(path);
+  auto impl = impl_from_image(parse_image(map->data(), map->size(), path), path);
+  impl->maps.push_back(std::move(map));
+  open_split_parts(*impl);
+  impl->build_indexes();
+  return std::unique_ptr<File>(new File(std::move(impl)));
+}
+
+std::unique_ptr<File> File::from_memory(const uint8_t* data, size_t size, std::string name) {
+  auto impl = impl_from_image(parse_image(data, size, name), name);
+  impl->build_indexes();
+  return std::unique_ptr<File>(new File(std::move(impl)));
+}
+
+const std::string& File::path() const { return impl_->path; }
+uint32_t File::version() const { return impl_->version; }
+uint64_t File::alignment() const { return impl_->alignment; }
+uint64_t File::data_offset() const { return impl_->data_offset; }
+uint32_t File::n_splits() const { return impl_->n_splits; }
+const std::vector<KV>& File::metadata() const { return impl_->kv; }
+const std::vector<TensorInfo>& File::tensors() const { return impl_->tensors; }
+
+const Value* File::find(std::string_view key) const {
+  auto it = impl_->kv_index.find(key);
+  return it == impl_->kv_index.end() ? nullptr : &impl_->kv[it->second].value;
+}
+
+const TensorInfo* File::find_tensor(std::string_view name) const {
+  auto it = impl_->tensor_index.find(name);
+  return it == impl_->tensor_index.end() ? nullptr : &impl_->tensors[it->second];
+}
+
+[[noreturn]] static void wrong_type(const File& f, std::string_view key, const Value& v,
+                                    std::string_view expected) {
+  std::string actual(value_type_name(v.type));
+  if (const Array* a = v.as_array()) actual = fmt::format("array of {}", value_type_name(a->elem_type));
+  fail("{}: key '{}' has type {}, expected {}", f.path(), key, actual, expected);
+}
+
+std::optional<uint64_t> File::get_uint(std::string_view key) const {
+  const Value* v = find(key);
+  if (!v) return std::nullopt;
+  if (v->type == ValueType::U64) return std::get<uint64_t>(v->v);
+  if (!v->is_integer()) wrong_type(*this, key, *v, "an unsigned integer");
+  int64_t x = *v->as_int();
+  if (x < 0) fail("{}: key '{}' is {}, expected a non-negative integer", path(), key, x);
+  return uint64_t(x);
+}
+
+std::optional<int64_t> File::get_int(std::string_view key) const {
+  const Value* v = find(key);
+  if (!v) return std::nullopt;
+  if (!v->is_integer()) wrong_type(*this, key, *v, "an integer");
+  auto x = v->as_int();
+  if (!x) fail("{}: key '{}' is {}, too large for a signed 64-bit integer", path(), key,
+               std::get<uint64_t>(v->v));
+  return x;
+}
+
+std::optional<double> File::get_float(std::string_view key) const {
+  const Value* v = find(key);
+  if (!v) return std::nullopt;
+  auto x = v->as_float();
+  if (!x) wrong_type(*this, key, *v, "a number");
+  return x;
+}
+
+std::optional<bool> File::get_bool(std::string_view key) const {
+  const Value* v = find(key);
+  if (!v) return std::nullopt;
+  if (v->type != ValueType::BOOL) wrong_type(*this, key, *v, "bool");
+  return std::get<bool>(v->v);
+}
+
+std::optional<std::string> File::get_string(std::string_view key) const {
+  const Value* v = find(key);
+  if (!v) return std::nullopt;
+  if (v->type != ValueType::STRING) wrong_type(*this, key, *v, "string");
+  return std::get<std::string>(v->v);
+}
+
+std::vector<std::string> File::get_string_array(std::string_view key) const {
+  const Value* v = find(key);
+  if (!v) return {};
+  const Array* a = v->as_array();
+  if (!a || a->elem_type != ValueType::STRING) wrong_type(*this, key, *v, "array of string");
+  std::vector<std::string> out;
+  out.reserve(a->items.size());
+  for (const Value& item : a->items) out.push_back(std::get<std::string>(item.v));
+  return out;
+}
+
+std::vector<float> File::get_float_array(std::string_view key) const {
+  const Value* v = find(key);
+  if (!v) return {};
+  const Array* a = v->as_array();
+  if (!a || a->elem_type == ValueType::STRING || a->elem_type == ValueType::ARRAY ||
+      a->elem_type == ValueType::BOOL)
+    wrong_type(*this, key, *v, "array of numbers");
+  std::vector<float> out;
+  out.reserve(a->items.size());
+  for (const Value& item : a->items) out.push_back(float(*item.as_float()));
+  return out;
+}
+
+std::vector<int64_t> File::get_int_array(std::string_view key) const {
+  const Value* v = find(key);
+  if (!v) return {};
+  const Array* a = v->as_array();
+  if (!a || !Value{a->elem_type, {}}.is_integer()) wrong_type(*this, key, *v, "array of integers");
+  std::vector<int64_t> out;
+  out.reserve(a->items.size());
+  for (const Value& item : a->items) {
+    auto x = item.as_int();
+    if (!x) fail("{}: key '{}' holds {}, too large for a signed 64-bit integer", path(), key,
+                 std::get<uint64_t>(item.v));
+    out.push_back(*x);
+  }
+  return out;
+}
+
+std::string File::architecture() const {
+  auto a = get_string("general.architecture");
+  if (!a) fail("{}: general.architecture is missing", path());
+  return *a;
+}
+
+}  // namespace minfer::gguf

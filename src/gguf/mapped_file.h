@@ -1,0 +1,24 @@
+// A whole file mapped read-only into memory; the GGUF reader hands out pointers into it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace minfer::gguf {
+
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);  // throws minfer::Error("<path>: ...")
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace minfer::gguf

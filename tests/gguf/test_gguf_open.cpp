@@ -1,0 +1,154 @@
+// Opens every GGUF file of the shared test data and checks facts recorded in DATA.md.
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/test_data.h"
+#include "gguf/gguf.h"
+
+namespace fs = std::filesystem;
+using namespace minfer;
+using namespace minfer::gguf;
+
+namespace {
+
+std::vector<std::string> all_gguf_files() {
+  std::vector<std::string> out;
+  for (const char* dir : {"models", "vocab"}) {
+    for (const auto& e : fs::directory_iterator(test::shared_path(dir)))
+      if (e.path().extension() == ".gguf") out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST(GgufOpen, EverySharedFileOpens) {
+  MINFER_REQUIRE_SHARED();
+  auto files = all_gguf_files();
+  ASSERT_EQ(files.size(), 11u);  // 4 models + 7 vocab files (DATA.md)
+  for (const auto& p : files) {
+    SCOPED_TRACE(p);
+    auto f = File::open(p);
+    EXPECT_EQ(f->version(), 3u);
+    EXPECT_EQ(f->alignment(), 32u);
+    EXPECT_EQ(f->data_offset() % 32, 0u);
+    EXPECT_FALSE(f->architecture().empty());
+    EXPECT_FALSE(f->get_string_array("tokenizer.ggml.tokens").empty());
+    const auto size = fs::file_size(p);
+    for (const auto& t : f->tensors()) {
+      ASSERT_NE(t.data, nullptr);
+      EXPECT_LE(f->data_offset() + t.offset + t.nbytes, size);
+      EXPECT_EQ(f->find_tensor(t.name), &t);
+    }
+  }
+}
+
+TEST(GgufOpen, Stories260K) {
+  MINFER_REQUIRE_SHARED();
+  auto f = File::open(test::shared_path("models/stories260K.gguf"));
+  EXPECT_EQ(f->architecture(), "llama");
+  EXPECT_EQ(f->metadata().size(), 19u);
+  EXPECT_EQ(f->tensors().size(), 48u);
+  EXPECT_EQ(f->n_splits(), 1u);
+  EXPECT_EQ(f->get_uint("llama.block_count"), 5u);
+  EXPECT_EQ(f->get_uint("llama.context_length"), 2048u);
+  EXPECT_EQ(f->get_uint("llama.embedding_length"), 64u);
+  EXPECT_EQ(f->get_uint("llama.feed_forward_length"), 172u);
+  EXPECT_EQ(f->get_uint("llama.attention.head_count"), 8u);
+  EXPECT_EQ(f->get_uint("llama.attention.head_count_kv"), 4u);
+  EXPECT_EQ(f->get_uint("llama.rope.dimension_count"), 8u);
+  EXPECT_FLOAT_EQ(float(*f->get_float("llama.attention.layer_norm_rms_epsilon")), 1e-5f);
+  EXPECT_FALSE(f->get_float("llama.rope.freq_base").has_value());
+  EXPECT_EQ(f->get_string("tokenizer.ggml.model"), "llama");
+  EXPECT_EQ(f->get_uint("tokenizer.ggml.padding_token_id"), 4294967295u);
+
+  auto tokens = f->get_string_array("tokenizer.ggml.tokens");
+  ASSERT_EQ(tokens.size(), 512u);
+  EXPECT_EQ(tokens[0], "<unk>");
+  EXPECT_EQ(tokens[1], "<s>");
+  EXPECT_EQ(tokens[2], "</s>");
+  EXPECT_EQ(tokens[3], "<0x00>");
+  EXPECT_EQ(tokens[258], "<0xFF>");
+  EXPECT_EQ(f->get_float_array("tokenizer.ggml.scores").size(), 512u);
+  EXPECT_EQ(f->get_int_array("tokenizer.ggml.token_type").size(), 512u);
+
+  const TensorInfo* emb = f->find_tensor("token_embd.weight");
+  ASSERT_NE(emb, nullptr);
+  EXPECT_EQ(emb->type, GgmlType::F32);
+  EXPECT_EQ(emb->n_dims, 2u);
+  EXPECT_EQ(emb->ne[0], 64);
+  EXPECT_EQ(emb->ne[1], 512);
+  EXPECT_EQ(emb->nbytes, 64u * 512u * 4u);
+  const TensorInfo* down = f->find_tensor("blk.4.ffn_down.weight");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->ne[0], 172);
+  EXPECT_EQ(down->ne[1], 64);
+  const TensorInfo* norm = f->find_tensor("output_norm.weight");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_EQ(norm->n_dims, 1u);
+  EXPECT_EQ(f->find_tensor("nope"), nullptr);
+}
+
+TEST(GgufOpen, Llama2TinyRandomF16) {
+  MINFER_REQUIRE_SHARED();
+  auto f = File::open(test::shared_path("models/llama-2-tiny-random.gguf"));
+  EXPECT_EQ(f->metadata().size(), 18u);
+  EXPECT_EQ(f->tensors().size(), 12u);
+  EXPECT_EQ(f->get_string("general.name"), "LLaMA v2");
+  EXPECT_EQ(f->get_uint("general.file_type"), 1u);
+  EXPECT_EQ(f->get_string_array("tokenizer.ggml.tokens").size(), 32000u);
+  const TensorInfo* t = f->find_tensor("token_embd.weight");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->type, GgmlType::F16);
+  EXPECT_EQ(t->ne[0], 8);
+  EXPECT_EQ(t->ne[1], 32000);
+  EXPECT_EQ(t->nbytes, 8u * 32000u * 2u);
+}
+
+TEST(GgufOpen, QuantizedQwenModels) {
+  MINFER_REQUIRE_SHARED();
+  auto q2 = File::open(test::shared_path("models/tiny-qwen2-q8_0.gguf"));
+  EXPECT_EQ(q2->architecture(), "qwen2");
+  EXPECT_EQ(q2->get_string_array("tokenizer.ggml.tokens").size(), 151936u);
+  EXPECT_EQ(q2->find_tensor("output.weight"), nullptr);  // tied
+  auto q3 = File::open(test::shared_path("models/tiny-qwen3-q4_0.gguf"));
+  EXPECT_EQ(q3->architecture(), "qwen3");
+  const TensorInfo* emb = q3->find_tensor("token_embd.weight");
+  ASSERT_NE(emb, nullptr);
+  EXPECT_EQ(emb->type, GgmlType::Q8_0);
+  EXPECT_EQ(emb->nbytes, uint64_t(emb->n_elements() / 32 * 34));
+}
+
+TEST(GgufOpen, VocabOnlyFilesHaveNoTensors) {
+  MINFER_REQUIRE_SHARED();
+  auto f = File::open(test::shared_path("vocab/ggml-vocab-llama-spm.gguf"));
+  EXPECT_EQ(f->tensors().size(), 0u);
+  EXPECT_EQ(f->architecture(), "llama");
+  EXPECT_EQ(f->get_string_array("tokenizer.ggml.tokens").size(), 32000u);
+}
+
+TEST(GgufOpen, TypedGettersRejectWrongTypes) {
+  MINFER_REQUIRE_SHARED();
+  auto f = File::open(test::shared_path("models/stories260K.gguf"));
+  EXPECT_THROW(f->get_string("llama.block_count"), Error);
+  EXPECT_THROW(f->get_uint("general.architecture"), Error);
+  EXPECT_THROW(f->get_bool("llama.block_count"), Error);
+  EXPECT_THROW(f->get_string_array("tokenizer.ggml.scores"), Error);
+  EXPECT_THROW(f->get_int_array("tokenizer.ggml.tokens"), Error);
+  EXPECT_FALSE(f->get_uint("no.such.key").has_value());
+  EXPECT_TRUE(f->get_string_array("no.such.key").empty());
+  try {
+    f->get_string("llama.block_count");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("stories260K.gguf: key 'llama.block_count' has type u32"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(GgufOpen, MissingFileIsAnError) {
+  EXPECT_THROW(File::open("/nonexistent/model.gguf"), Error);
+  EXPECT_THROW(File::open("/tmp"), Error);
+}
