@@ -1,0 +1,232 @@
+// build_impl: llama.cpp's llama_vocab::impl::load applied to a Spec — defaults per model and
+// pre-type, special ids, text-detected EOT/EOM/FIM and end-of-generation tokens, the
+// special-token cache and the Phi-3 attribute quirk.
+#include <algorithm>
+#include <cctype>
+
+#include "common/error.h"
+#include "tokenizer/impl.h"
+#include "tokenizer/unicode.h"
+
+namespace minfer::tok {
+
+namespace {
+
+uint32_t attr_from_type(int32_t type) {
+  switch (type) {
+    case 1: return ATTR_NORMAL;
+    case 2: return ATTR_UNKNOWN;
+    case 3: return ATTR_CONTROL;
+    case 4: return ATTR_USER_DEFINED;
+    case 5: return ATTR_UNUSED;
+    case 6: return ATTR_BYTE;
+    default: return ATTR_UNDEFINED;
+  }
+}
+
+bool one_of(const std::string& s, std::initializer_list<const char*> xs) {
+  for (const char* x : xs)
+    if (s == x) return true;
+  return false;
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer::Impl> build_impl(detail::Spec spec) {
+  auto im = std::make_unique<Tokenizer::Impl>();
+  Tokenizer::Impl& v = *im;
+  const std::string& src = spec.source;
+  const size_t n = spec.tokens.size();
+  if (n == 0) fail("{}: the tokenizer has no tokens (tokenizer.ggml.tokens is empty)", src);
+  if (n > size_t(INT32_MAX)) fail("{}: too many tokens ({})", src, n);
+  if (!spec.scores.empty() && spec.scores.size() != n)
+    fail("{}: tokenizer.ggml.scores has {} entries for {} tokens", src, spec.scores.size(), n);
+  if (!spec.types.empty() && spec.types.size() != n)
+    fail("{}: tokenizer.ggml.token_type has {} entries for {} tokens", src, spec.types.size(), n);
+
+  if (spec.model == "llama") {
+    v.kind = Tokenizer::Impl::Kind::Spm;
+    v.bos = 1;
+    v.eos = 2;
+    v.unk = 0;
+    v.add_space_prefix = true;
+    v.clean_spaces = false;
+    v.add_bos = true;
+    v.add_eos = false;
+    v.pre_canonical = "default";
+  } else if (spec.model == "gpt2") {
+    v.kind = Tokenizer::Impl::Kind::Bpe;
+    v.bos = 11;
+    v.eos = 11;
+    const detail::PreTypeInfo info = detail::pre_type_info(spec.pre.value_or(""));
+    v.pre_canonical = info.canonical;
+    v.ignore_merges = info.ignore_merges;
+    v.add_bos = info.add_bos;
+    v.clean_spaces = info.clean_spaces;
+    if (info.no_bos) v.bos = -1;
+    v.pretok = std::make_unique<detail::PreTokenizer>(info.regexes);
+  } else if (spec.model.empty()) {
+    fail("{}: no tokenizer (tokenizer.ggml.model is missing)", src);
+  } else {
+    fail("{}: tokenizer model '{}' is not supported (supported: 'llama' SentencePiece, 'gpt2' "
+         "byte-level BPE)",
+         src, spec.model);
+  }
+  if (spec.add_space_prefix) v.add_space_prefix = *spec.add_space_prefix;
+
+  v.tokens.resize(n);
+  v.token_to_id.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto& t = v.tokens[i];
+    t.text = spec.tokens[i].empty() ? "[EMPTY_" + std::to_string(i) + "]" : spec.tokens[i];
+    t.score = spec.scores.empty() ? 0.0f : spec.scores[i];
+    t.type = spec.types.empty() ? TokenType::Normal : TokenType(spec.types[i]);
+    t.attr = spec.types.empty() ? ATTR_NORMAL : attr_from_type(spec.types[i]);
+    v.token_to_id[t.text] = int32_t(i);  // a duplicate text maps to its last id, as in llama.cpp
+  }
+
+  for (int b = 0; b < 256; ++b) v.byte_token[b] = v.text_to_token(detail::byte_to_unicode(uint8_t(b)));
+  if (v.kind == Tokenizer::Impl::Kind::Bpe) {
+    v.bpe_ranks.reserve(spec.merges.size());
+    v.bpe_pairs.reserve(spec.merges.size());
+    for (size_t i = 0; i < spec.merges.size(); ++i) {
+      const std::string& m = spec.merges[i];
+      const size_t sp = m.find(' ', 1);
+      if (sp == std::string::npos) continue;
+      const std::string_view left = std::string_view(m).substr(0, sp);
+      const std::string_view right = std::string_view(m).substr(sp + 1);
+      v.bpe_ranks.emplace(Tokenizer::Impl::merge_key(left, right), int32_t(i));
+      const int32_t l = v.text_to_token(left), r = v.text_to_token(right);
+      if (l >= 0 && r >= 0) {
+        std::string both(left);
+        both += right;
+        v.bpe_pairs.insert(l, r, int32_t(i), v.text_to_token(both));
+      }
+    }
+  }
+
+  // Special ids: a key overrides the default when it is in range (llama.cpp warns and keeps
+  // the default otherwise); a default that is out of range means "none".
+  auto set_id = [&](int32_t& id, const std::optional<uint32_t>& key) {
+    if (key && *key < n) id = int32_t(*key);
+    if (id >= int32_t(n)) id = -1;
+  };
+  set_id(v.bos, spec.bos);
+  set_id(v.eos, spec.eos);
+  set_id(v.eot, spec.eot);
+  set_id(v.eom, spec.eom);
+  set_id(v.unk, spec.unk);
+  set_id(v.sep, spec.sep);
+  set_id(v.pad, spec.pad);
+  set_id(v.mask, spec.mask);
+  set_id(v.fim_pre, spec.fim_pre);
+  set_id(v.fim_suf, spec.fim_suf);
+  set_id(v.fim_mid, spec.fim_mid);
+  set_id(v.fim_pad, spec.fim_pad);
+  set_id(v.fim_rep, spec.fim_rep);
+  set_id(v.fim_sep, spec.fim_sep);
+  if (spec.add_bos) v.add_bos = *spec.add_bos;
+  if (spec.add_eos) v.add_eos = *spec.add_eos;
+
+  auto make_control = [&](int32_t id) {
+    if ((v.tokens[id].attr & ATTR_CONTROL) == 0) {
+      v.tokens[id].attr = ATTR_CONTROL;
+      v.tokens[id].type = TokenType::Control;
+    }
+  };
+  // Tokens recognised by their text (llama.cpp walks a hash map; we take the lowest id).
+  auto detect = [&](int32_t& id, std::initializer_list<const char*> texts) {
+    if (id != -1) return;
+    for (size_t i = 0; i < n; ++i) {
+      if (one_of(v.tokens[i].text, texts)) {
+        id = int32_t(i);
+        make_control(id);
+        return;
+      }
+    }
+  };
+  detect(v.eot, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+                 "<|end_of_text|>", "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>",
+                 "<end_of_utterance>"});
+  detect(v.eom, {"<|eom_id|>"});
+  detect(v.fim_pre, {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>",
+                     "▁<PRE>", "<|code_prefix|>"});
+  detect(v.fim_suf, {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>",
+                     "▁<SUF>", "<|code_suffix|>"});
+  detect(v.fim_mid, {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>",
+                     "▁<MID>", "<|code_middle|>"});
+  detect(v.fim_pad, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>"});
+  detect(v.fim_rep, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"});
+  detect(v.fim_sep, {"<|file_sep|>"});
+
+  // End of generation: FIM pad/repo/sep, every token with an end-of-turn text, EOS/EOT/EOM.
+  std::vector<uint8_t> eog(n, 0);
+  for (int32_t id : {v.fim_pad, v.fim_rep, v.fim_sep})
+    if (id >= 0) eog[id] = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& t = v.tokens[i].text;
+    if (one_of(t, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",
+                   "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
+                   "<|end_of_text|>", "<end_of_utterance>"})) {
+      eog[i] = 1;
+      make_control(int32_t(i));
+    }
+    // gpt-oss: these are always rendered.
+    if (one_of(t, {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})) {
+      v.tokens[i].attr = ATTR_USER_DEFINED;
+      v.tokens[i].type = TokenType::UserDefined;
+    }
+  }
+  for (int32_t id : {v.eos, v.eot, v.eom})
+    if (id >= 0) eog[id] = 1;
+  {
+    // o200k_harmony: with <|return|> and <|call|> present, <|end|> does not end generation.
+    int32_t ret = -1, call = -1, end = -1;
+    for (size_t i = 0; i < n; ++i) {
+      if (!eog[i]) continue;
+      const std::string& t = v.tokens[i].text;
+      if (t == "<|return|>") ret = int32_t(i);
+      if (t == "<|call|>") call = int32_t(i);
+      if (t == "<|end|>") end = int32_t(i);
+    }
+    if (ret >= 0 && call >= 0 && end >= 0) {
+      eog[end] = 0;
+      v.tokens[end].attr = ATTR_USER_DEFINED;
+      v.tokens[end].type = TokenType::UserDefined;
+    }
+  }
+  v.is_eog = std::move(eog);
+  for (size_t i = 0; i < n; ++i)
+    if (v.is_eog[i]) v.eog.push_back(int32_t(i));
+
+  for (size_t i = 0; i < n; ++i)
+    if (v.tokens[i].attr & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN))
+      v.special_cache.push_back(int32_t(i));
+  std::stable_sort(v.special_cache.begin(), v.special_cache.end(), [&](int32_t a, int32_t b) {
+    return v.tokens[a].text.size() > v.tokens[b].text.size();
+  });
+
+  v.pieces.resize(n);
+  for (size_t i = 0; i < n; ++i) v.pieces[i] = v.compute_piece(int32_t(i));
+
+  // llama.cpp sets these attributes by model name; GGUF does not store them.
+  std::string name = spec.general_name;
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
+    for (int32_t id : v.special_cache) v.tokens[id].attr |= ATTR_RSTRIP;
+    auto set_rstrip = [&](const char* text, bool on) {
+      auto it = v.token_to_id.find(text);
+      if (it == v.token_to_id.end()) return;
+      auto& a = v.tokens[it->second].attr;
+      a = on ? (a | ATTR_RSTRIP) : (a & ~uint32_t(ATTR_RSTRIP));
+    };
+    set_rstrip("</s>", true);
+    for (const char* t : {"<unk>", "<s>", "<|endoftext|>"}) set_rstrip(t, false);
+  }
+
+  v.spec = std::move(spec);
+  return im;
+}
+
+}  // namespace minfer::tok

@@ -1,0 +1,33 @@
+// StreamDecoder: token pieces in, text out, holding back an incomplete UTF-8 sequence.
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
+
+namespace minfer::tok {
+
+StreamDecoder::StreamDecoder(const Tokenizer& tok, bool render_special)
+    : tok_(&tok), render_special_(render_special) {}
+
+std::string StreamDecoder::push(int32_t id) {
+  pending_ += tok_->token_to_piece(id, render_special_);
+  // Hold back a trailing lead byte whose sequence is not complete yet. Anything else
+  // (complete characters, stray continuation bytes) goes out now.
+  size_t keep = 0;
+  const size_t n = pending_.size();
+  for (size_t back = 1; back <= 3 && back <= n; ++back) {
+    const uint8_t c = uint8_t(pending_[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: look further back
+    if (c >= 0xC0 && detail::utf8_len(c) > back) keep = back;
+    break;
+  }
+  std::string out = pending_.substr(0, n - keep);
+  pending_.erase(0, n - keep);
+  return out;
+}
+
+std::string StreamDecoder::flush() {
+  std::string out;
+  out.swap(pending_);
+  return out;
+}
+
+}  // namespace minfer::tok
