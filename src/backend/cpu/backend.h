@@ -1,0 +1,31 @@
+// Glue between GGUF tensors / KV memory and the kernels of kernels.h: it turns a tensor's
+// (type, ne, data) into a WeightView and sizes KV regions, validating what kernels assume.
+// The graph-facing CPU Backend (node -> kernel dispatch) is runtime/cpu_backend.h.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "backend/cpu/kernels.h"
+#include "quant/types.h"
+
+namespace minfer::cpu {
+
+// A 2-D weight in GGUF order (ne[0] = row length = input features, ne[1] = rows = outputs).
+// Error naming `name` when the type cannot be computed with or the shape is not a matrix
+// whose rows are whole blocks.
+WeightView make_weight_view(std::string_view name, GgmlType type, const uint8_t* data,
+                            const std::array<int64_t, 4>& ne);
+
+// Types a KV region may use (F32, F16, Q8_0).
+bool kv_type_supported(GgmlType t);
+
+// Bytes of one region of n_ctx rows of `width` elements; Error when the type is not
+// supported or width is not a whole number of its blocks.
+size_t kv_region_bytes(GgmlType type, int64_t width, int64_t n_ctx);
+
+// A region view over caller-owned memory of kv_region_bytes(type, width, n_ctx) bytes.
+KvRegion make_kv_region(GgmlType type, uint8_t* data, int64_t width, int64_t n_ctx);
+
+}  // namespace minfer::cpu

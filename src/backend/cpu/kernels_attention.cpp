@@ -1,0 +1,114 @@
+// Causal attention over a persistent KV cache, and the cache writes. Scores follow ggml's
+// matmul numerics for the K type (Q rounded to F16 for an F16 cache, quantized to Q8_0 for a
+// Q8_0 cache); softmax in F32 with max subtraction and a double sum (ggml_vec_soft_max_f32);
+// V is accumulated in F32.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/act_quant.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_dot.h"
+#include "common/error.h"
+#include "common/fp16.h"
+#include "quant/blocks.h"
+#include "quant/quant.h"
+
+namespace minfer::cpu {
+namespace {
+
+// Element offset `e` of a row in bytes; e must be block-aligned for Q8_0.
+size_t elem_offset(GgmlType t, int64_t e) { return row_size(t, e); }
+
+void check_region(const KvRegion& r, int64_t head_dim, const char* what) {
+  if (r.type != GgmlType::F32 && r.type != GgmlType::F16 && r.type != GgmlType::Q8_0)
+    fail("attention: {} cache type {} is not supported", what, type_name(r.type));
+  if (r.type == GgmlType::Q8_0 && head_dim % quant::QK8_0 != 0)
+    fail("attention: head size {} is not a multiple of 32, which a Q8_0 {} cache needs",
+         head_dim, what);
+}
+
+}  // namespace
+
+void kv_store(KvRegion& dst, const float* src, const int32_t* pos, int64_t nt) {
+  for (int64_t t = 0; t < nt; ++t) {
+    uint8_t* row = dst.data + size_t(pos[t]) * dst.row_bytes;
+    const float* s = src + t * dst.width;
+    switch (dst.type) {
+      case GgmlType::F32: std::memcpy(row, s, size_t(dst.width) * sizeof(float)); break;
+      case GgmlType::F16: {
+        auto* h = reinterpret_cast<uint16_t*>(row);
+        for (int64_t i = 0; i < dst.width; ++i) h[i] = fp32_to_fp16(s[i]);
+        break;
+      }
+      case GgmlType::Q8_0:
+        // ggml's set_rows into a Q8_0 cache uses the CPU's from_float, the same as activations.
+        quantize_act_q8_0(s, reinterpret_cast<quant::block_q8_0*>(row), dst.width);
+        break;
+      default: fail("kv_store: cache type {} is not supported", type_name(dst.type));
+    }
+  }
+}
+
+void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k,
+               const KvRegion& v, const AttnParams& p, float* out) {
+  if (nt <= 0) return;
+  const int64_t hd = p.head_dim, hdv = p.head_dim_v;
+  if (p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0)
+    fail("attention: {} query heads cannot share {} KV heads", p.n_head, p.n_head_kv);
+  check_region(k, hd, "K");
+  check_region(v, hdv, "V");
+  const int64_t group = p.n_head / p.n_head_kv;
+  const GgmlType qt = vec_dot_type(k.type);
+  const size_t q_bytes = row_size(qt, hd);
+  const Isa isa = active_isa();
+  const DotTileFn dot = dot_tile(k.type, isa);
+  const VsumFn vsum = vsum_fn(isa);
+  const SoftmaxFn softmax = softmax_fn(isa);
+  // Small problems (short contexts of tiny models) stay on the calling thread.
+  const int64_t work = nt * p.n_head * (int64_t(pos[nt - 1]) + 1) * (hd + hdv);
+  const int nth = work >= (int64_t(1) << 15) ? threads() : 1;
+
+  // One work item = one token x one KV head: the query heads sharing that KV head (GQA) are
+  // scored together, so each K row is read once per group and each V row once per group.
+#pragma omp parallel num_threads(nth) if (nth > 1 && nt * p.n_head_kv > 1)
+  {
+    // Per-thread scratch kept across calls: a decode step allocates nothing.
+    thread_local std::vector<float> scores, vrow, acc;
+    thread_local std::vector<uint8_t> qbuf;
+    vrow.resize(size_t(hdv));
+    acc.resize(size_t(group * hdv));
+    qbuf.resize(q_bytes * size_t(group));
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < nt * p.n_head_kv; ++item) {
+      const int64_t t = item / p.n_head_kv, hk = item % p.n_head_kv;
+      const int64_t n_kv = int64_t(pos[t]) + 1;
+      for (int64_t g = 0; g < group; ++g)
+        quantize_act(qt, q + (t * p.n_head + hk * group + g) * hd, qbuf.data() + g * q_bytes, hd);
+      scores.resize(size_t(group * n_kv));
+      // K rows play the weight rows, the group's query heads the tokens: the dot kernels apply
+      // the cache type's numerics.
+      dot(k.type, hd, k.data + elem_offset(k.type, hk * hd), k.row_bytes, n_kv, qbuf.data(),
+          q_bytes, group, scores.data(), n_kv);
+      for (int64_t g = 0; g < group; ++g) softmax(n_kv, scores.data() + g * n_kv, p.scale);
+      const uint8_t* vbase = v.data + elem_offset(v.type, hk * hdv);
+      if (v.type == GgmlType::Q8_0) {
+        vrow.resize(size_t(n_kv * hdv));
+        for (int64_t j = 0; j < n_kv; ++j)
+          quant::dequantize_row(v.type, vbase + size_t(j) * v.row_bytes, vrow.data() + j * hdv, hdv);
+        vsum(n_kv, group, scores.data(), reinterpret_cast<const uint8_t*>(vrow.data()),
+             size_t(hdv) * sizeof(float), GgmlType::F32, hdv, acc.data());
+      } else {
+        vsum(n_kv, group, scores.data(), vbase, v.row_bytes, v.type, hdv, acc.data());
+      }
+      for (int64_t g = 0; g < group; ++g)
+        std::copy(acc.begin() + g * hdv, acc.begin() + (g + 1) * hdv,
+                  out + (t * p.n_head + hk * group + g) * hdv);
+    }
+  }
+}
+
+}  // namespace minfer::cpu

@@ -1,0 +1,321 @@
+// The scalar dot products: the reference every SIMD path is tested against. Each follows the
+// integer/float split of ggml's generic vec_dot_*: quants multiply and add as integers within
+// a block (exact), the block's scales are applied once in float.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/act_quant.h"
+#include "backend/cpu/kernels_dot.h"
+#include "common/error.h"
+#include "common/fp16.h"
+#include "quant/blocks.h"
+
+namespace minfer::cpu {
+namespace {
+
+using namespace quant;
+
+inline float h2f(uint16_t h) { return fp16_to_fp32(h); }
+
+float dot_f32(int64_t n, const float* w, const float* x) {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) s += double(w[i] * x[i]);
+  return float(s);
+}
+
+float dot_f16(int64_t n, const uint16_t* w, const uint16_t* x) {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) s += double(h2f(w[i]) * h2f(x[i]));
+  return float(s);
+}
+
+float dot_bf16(int64_t n, const uint16_t* w, const uint16_t* x) {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) s += double(bf16_to_fp32(w[i]) * bf16_to_fp32(x[i]));
+  return float(s);
+}
+
+float dot_q4_0(int64_t n, const block_q4_0* w, const block_q8_0* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK4_0; ++b) {
+    int sumi = 0;
+    for (int j = 0; j < 16; ++j) {
+      sumi += ((w[b].qs[j] & 0x0F) - 8) * x[b].qs[j];
+      sumi += ((w[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
+    }
+    s += float(sumi) * (h2f(w[b].d) * h2f(x[b].d));
+  }
+  return s;
+}
+
+float dot_q4_1(int64_t n, const block_q4_1* w, const block_q8_1* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK4_1; ++b) {
+    int sumi = 0;
+    for (int j = 0; j < 16; ++j) {
+      sumi += (w[b].qs[j] & 0x0F) * x[b].qs[j];
+      sumi += (w[b].qs[j] >> 4) * x[b].qs[j + 16];
+    }
+    s += (h2f(w[b].d) * h2f(x[b].d)) * float(sumi) + h2f(w[b].m) * h2f(x[b].s);
+  }
+  return s;
+}
+
+inline uint32_t load_qh(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+float dot_q5_0(int64_t n, const block_q5_0* w, const block_q8_0* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK5_0; ++b) {
+    const uint32_t qh = load_qh(w[b].qh);
+    int sumi = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int h0 = int((qh >> j) & 1) << 4;
+      const int h1 = int((qh >> (j + 16)) & 1) << 4;
+      sumi += (((w[b].qs[j] & 0x0F) | h0) - 16) * x[b].qs[j];
+      sumi += (((w[b].qs[j] >> 4) | h1) - 16) * x[b].qs[j + 16];
+    }
+    s += float(sumi) * (h2f(w[b].d) * h2f(x[b].d));
+  }
+  return s;
+}
+
+float dot_q5_1(int64_t n, const block_q5_1* w, const block_q8_1* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK5_1; ++b) {
+    const uint32_t qh = load_qh(w[b].qh);
+    int sumi = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int h0 = int((qh >> j) & 1) << 4;
+      const int h1 = int((qh >> (j + 16)) & 1) << 4;
+      sumi += ((w[b].qs[j] & 0x0F) | h0) * x[b].qs[j];
+      sumi += ((w[b].qs[j] >> 4) | h1) * x[b].qs[j + 16];
+    }
+    s += (h2f(w[b].d) * h2f(x[b].d)) * float(sumi) + h2f(w[b].m) * h2f(x[b].s);
+  }
+  return s;
+}
+
+float dot_q8_0(int64_t n, const block_q8_0* w, const block_q8_0* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK8_0; ++b) {
+    int sumi = 0;
+    for (int j = 0; j < 32; ++j) sumi += w[b].qs[j] * x[b].qs[j];
+    s += float(sumi) * (h2f(w[b].d) * h2f(x[b].d));
+  }
+  return s;
+}
+
+float dot_iq4_nl(int64_t n, const block_iq4_nl* w, const block_q8_0* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK4_NL; ++b) {
+    int sumi = 0;
+    for (int j = 0; j < 16; ++j) {
+      sumi += kvalues_iq4nl[w[b].qs[j] & 0x0F] * x[b].qs[j];
+      sumi += kvalues_iq4nl[w[b].qs[j] >> 4] * x[b].qs[j + 16];
+    }
+    s += (h2f(w[b].d) * h2f(x[b].d)) * float(sumi);
+  }
+  return s;
+}
+
+float dot_q2_K(int64_t n, const block_q2_K* w, const block_q8_K* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    const uint8_t* sc = w[b].scales;
+    int summs = 0;
+    for (int j = 0; j < 16; ++j) summs += x[b].bsums[j] * (sc[j] >> 4);
+    const float dall = x[b].d * h2f(w[b].d);
+    const float dmin = x[b].d * h2f(w[b].dmin);
+    int isum = 0;
+    // 128 values per 32 bytes of qs: four 2-bit planes, each two sub-blocks of 16.
+    for (int k = 0; k < QK_K / 128; ++k) {
+      const uint8_t* q2 = w[b].qs + 32 * k;
+      const int8_t* q8 = x[b].qs + 128 * k;
+      for (int j = 0; j < 4; ++j) {
+        const int shift = 2 * j;
+        for (int half = 0; half < 2; ++half) {
+          const int d = sc[8 * k + 2 * j + half] & 0xF;
+          int isuml = 0;
+          for (int l = 16 * half; l < 16 * half + 16; ++l) isuml += q8[32 * j + l] * ((q2[l] >> shift) & 3);
+          isum += d * isuml;
+        }
+      }
+    }
+    s += dall * float(isum) - dmin * float(summs);
+  }
+  return s;
+}
+
+// The 16 signed 6-bit scales of a q3_K block (ggml's kmask unpacking, written per element).
+void q3_K_scales(const uint8_t* p, int* out) {
+  for (int j = 0; j < 16; ++j) {
+    const int lo = j < 8 ? (p[j] & 0x0F) : (p[j - 8] >> 4);
+    const int hi = (p[8 + (j % 4)] >> (2 * (j / 4))) & 3;
+    out[j] = (lo | (hi << 4)) - 32;
+  }
+}
+
+float dot_q3_K(int64_t n, const block_q3_K* w, const block_q8_K* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    int scales[16];
+    q3_K_scales(w[b].scales, scales);
+    int isum = 0;
+    for (int k = 0; k < QK_K / 128; ++k) {
+      const uint8_t* q3 = w[b].qs + 32 * k;
+      for (int j = 0; j < 4; ++j) {
+        const int m = 1 << (4 * k + j);
+        for (int half = 0; half < 2; ++half) {
+          int isuml = 0;
+          for (int l = 16 * half; l < 16 * half + 16; ++l) {
+            const int q = ((q3[l] >> (2 * j)) & 3) - ((w[b].hmask[l] & m) ? 0 : 4);
+            isuml += q * x[b].qs[128 * k + 32 * j + l];
+          }
+          isum += scales[8 * k + 2 * j + half] * isuml;
+        }
+      }
+    }
+    s += (h2f(w[b].d) * x[b].d) * float(isum);
+  }
+  return s;
+}
+
+// Shared by q4_K and q5_K: 8 sub-blocks of 32 with 6-bit scale and min.
+template <bool kHigh, typename Block>
+float dot_q45_K(int64_t n, const Block* w, const block_q8_K* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    int isum = 0, summs = 0;
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, mn;
+      get_scale_min_k4(j, w[b].scales, &sc, &mn);
+      summs += mn * (x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
+      const uint8_t* q4 = w[b].qs + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      int isuml = 0;
+      for (int l = 0; l < 32; ++l) {
+        int q = (q4[l] >> shift) & 0x0F;
+        if constexpr (kHigh) q += ((w[b].qh[l] >> j) & 1) << 4;
+        isuml += q * x[b].qs[32 * j + l];
+      }
+      isum += sc * isuml;
+    }
+    s += (h2f(w[b].d) * x[b].d) * float(isum) - (h2f(w[b].dmin) * x[b].d) * float(summs);
+  }
+  return s;
+}
+
+float dot_q6_K(int64_t n, const block_q6_K* w, const block_q8_K* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    int isum = 0;
+    for (int k = 0; k < QK_K / 128; ++k) {
+      const uint8_t* ql = w[b].ql + 64 * k;
+      const uint8_t* qh = w[b].qh + 32 * k;
+      const int8_t* q8 = x[b].qs + 128 * k;
+      // Four runs of 32: low nibbles of ql[0..32), ql[32..64), then high nibbles; qh bits 2i.
+      for (int r = 0; r < 4; ++r) {
+        for (int half = 0; half < 2; ++half) {
+          int isuml = 0;
+          for (int l = 16 * half; l < 16 * half + 16; ++l) {
+            const int lo = (ql[l + 32 * (r & 1)] >> (4 * (r >> 1))) & 0x0F;
+            const int q = (lo | (((qh[l] >> (2 * r)) & 3) << 4)) - 32;
+            isuml += q * q8[32 * r + l];
+          }
+          isum += w[b].scales[8 * k + 2 * r + half] * isuml;
+        }
+      }
+    }
+    s += (h2f(w[b].d) * x[b].d) * float(isum);
+  }
+  return s;
+}
+
+void tile_scalar(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr,
+                 const uint8_t* x, size_t xs, int64_t nt, float* y, int64_t ldy) {
+  for (int64_t tt = 0; tt < nt; ++tt)
+    for (int64_t r = 0; r < nr; ++r)
+      y[tt * ldy + r] = vec_dot_scalar(t, n, w + r * ws, x + tt * xs);
+}
+
+void vsum_scalar(int64_t n, int64_t G, const float* w, const uint8_t* v, size_t vs,
+                 GgmlType vt, int64_t d, float* out) {
+  for (int64_t g = 0; g < G; ++g) {
+    float* o = out + g * d;
+    std::fill(o, o + d, 0.0f);
+    for (int64_t j = 0; j < n; ++j) {
+      const float a = w[g * n + j];
+      const uint8_t* row = v + size_t(j) * vs;
+      if (vt == GgmlType::F16)
+        for (int64_t i = 0; i < d; ++i) o[i] += a * h2f(reinterpret_cast<const uint16_t*>(row)[i]);
+      else
+        for (int64_t i = 0; i < d; ++i) o[i] += a * reinterpret_cast<const float*>(row)[i];
+    }
+  }
+}
+
+void softmax_scalar(int64_t n, float* s, float scale) {
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] *= scale;
+    mx = std::max(mx, s[j]);
+  }
+  double sum = 0.0;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = std::exp(s[j] - mx);
+    sum += double(s[j]);
+  }
+  const float inv = float(1.0 / sum);
+  for (int64_t j = 0; j < n; ++j) s[j] *= inv;
+}
+
+}  // namespace
+
+SoftmaxFn softmax_fn(Isa isa) {
+  SoftmaxFn f = isa >= Isa::Avx2 ? softmax_avx2() : nullptr;
+  return f ? f : &softmax_scalar;
+}
+
+VsumFn vsum_fn(Isa isa) {
+  VsumFn f = isa >= Isa::Avx2 ? vsum_avx2() : nullptr;
+  return f ? f : &vsum_scalar;
+}
+
+float vec_dot_scalar(GgmlType t, int64_t n, const void* w, const void* x) {
+  switch (t) {
+    case GgmlType::F32: return dot_f32(n, (const float*)w, (const float*)x);
+    case GgmlType::F16: return dot_f16(n, (const uint16_t*)w, (const uint16_t*)x);
+    case GgmlType::BF16: return dot_bf16(n, (const uint16_t*)w, (const uint16_t*)x);
+    case GgmlType::Q4_0: return dot_q4_0(n, (const block_q4_0*)w, (const block_q8_0*)x);
+    case GgmlType::Q4_1: return dot_q4_1(n, (const block_q4_1*)w, (const block_q8_1*)x);
+    case GgmlType::Q5_0: return dot_q5_0(n, (const block_q5_0*)w, (const block_q8_0*)x);
+    case GgmlType::Q5_1: return dot_q5_1(n, (const block_q5_1*)w, (const block_q8_1*)x);
+    case GgmlType::Q8_0: return dot_q8_0(n, (const block_q8_0*)w, (const block_q8_0*)x);
+    case GgmlType::IQ4_NL: return dot_iq4_nl(n, (const block_iq4_nl*)w, (const block_q8_0*)x);
+    case GgmlType::Q2_K: return dot_q2_K(n, (const block_q2_K*)w, (const block_q8_K*)x);
+    case GgmlType::Q3_K: return dot_q3_K(n, (const block_q3_K*)w, (const block_q8_K*)x);
+    case GgmlType::Q4_K: return dot_q45_K<false>(n, (const block_q4_K*)w, (const block_q8_K*)x);
+    case GgmlType::Q5_K: return dot_q45_K<true>(n, (const block_q5_K*)w, (const block_q8_K*)x);
+    case GgmlType::Q6_K: return dot_q6_K(n, (const block_q6_K*)w, (const block_q8_K*)x);
+    default: fail("cpu: no dot product for weight type {}", type_name(t));
+  }
+}
+
+DotTileFn dot_tile_scalar(GgmlType wtype) {
+  (void)vec_dot_type(wtype);  // rejects types without a kernel
+  return &tile_scalar;
+}
+
+DotTileFn dot_tile(GgmlType wtype, Isa isa) {
+  DotTileFn f = nullptr;
+  if (isa >= Isa::Avx512) f = dot_tile_avx512(wtype);
+  if (!f && isa >= Isa::Avx2) f = dot_tile_avx2(wtype);
+  return f ? f : dot_tile_scalar(wtype);
+}
+
+}  // namespace minfer::cpu

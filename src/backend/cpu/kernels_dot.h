@@ -1,0 +1,47 @@
+// Dot-product kernels between weight rows (in their GGUF type) and activation rows already
+// converted to the weight type's vec_dot type (act_quant.h). Internal to the CPU backend:
+// matmul and attention are built on these.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/cpu_features.h"
+#include "quant/types.h"
+
+namespace minfer::cpu {
+
+// One weight row · one activation row of n elements, scalar and written like ggml's generic
+// vec_dot_<type>_<vec_dot_type>: integer sums per block exact, block scales applied in float.
+float vec_dot_scalar(GgmlType wtype, int64_t n, const void* w, const void* x);
+
+// A tile of dot products: y[t * ldy + r] = dot(W row r, activation row t) for r < nr, t < nt,
+// where W row r starts at w + r * w_stride and activation row t at x + t * x_stride.
+using DotTileFn = void (*)(GgmlType wtype, int64_t n, const uint8_t* w, size_t w_stride,
+                           int64_t nr, const uint8_t* x, size_t x_stride, int64_t nt, float* y,
+                           int64_t ldy);
+
+// The tile kernel for `wtype` on `isa`, falling back to slower paths (down to scalar) when
+// that ISA has none for the type. Never nullptr for a type vec_dot_type() accepts.
+DotTileFn dot_tile(GgmlType wtype, Isa isa);
+
+// Weighted sums of rows (the attention's V accumulation), for G weight vectors at once:
+// out[g * d + i] = sum over j < n of w[g * n + j] * V[j][i], V row j at v + j * vs, in F32 or
+// F16; summed in j order.
+using VsumFn = void (*)(int64_t n, int64_t G, const float* w, const uint8_t* v, size_t vs,
+                        GgmlType vt, int64_t d, float* out);
+VsumFn vsum_fn(Isa isa);
+
+// In place: s = softmax(s * scale) as ggml_soft_max does it (max subtracted, sum in double,
+// then multiplied by the f32 reciprocal). The SIMD version evaluates exp with a polynomial
+// (within 2 ulp of expf), as ggml's own SIMD softmax does.
+using SoftmaxFn = void (*)(int64_t n, float* s, float scale);
+SoftmaxFn softmax_fn(Isa isa);
+
+// Per-ISA tables (simd_*.cpp); nullptr where the ISA has no kernel for the type.
+DotTileFn dot_tile_scalar(GgmlType wtype);
+DotTileFn dot_tile_avx2(GgmlType wtype);
+DotTileFn dot_tile_avx512(GgmlType wtype);
+VsumFn vsum_avx2();
+SoftmaxFn softmax_avx2();
+
+}  // namespace minfer::cpu

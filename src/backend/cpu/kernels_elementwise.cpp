@@ -1,0 +1,55 @@
+// Row-wise and element-wise kernels with ggml's exact arithmetic (expf, double sums where
+// ggml uses ggml_float), plus the thread-count setting every kernel reads.
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+
+#include "backend/cpu/kernels.h"
+
+namespace minfer::cpu {
+namespace {
+std::atomic<int> g_threads{0};
+}  // namespace
+
+void set_threads(int n) { g_threads.store(std::max(1, n), std::memory_order_relaxed); }
+
+int threads() {
+  const int n = g_threads.load(std::memory_order_relaxed);
+  return n > 0 ? n : std::max(1, omp_get_max_threads());
+}
+
+void rms_norm(const float* x, const float* weight, int64_t nt, int64_t d, float eps, float* out) {
+  for (int64_t t = 0; t < nt; ++t) {
+    const float* xr = x + t * d;
+    float* o = out + t * d;
+    double sum = 0.0;  // ggml_float
+    for (int64_t i = 0; i < d; ++i) sum += double(xr[i] * xr[i]);
+    const float mean = float(sum / double(d));
+    const float scale = 1.0f / std::sqrt(mean + eps);
+    // ggml scales first, then multiplies by the weight in a separate op.
+    if (weight)
+      for (int64_t i = 0; i < d; ++i) o[i] = (xr[i] * scale) * weight[i];
+    else
+      for (int64_t i = 0; i < d; ++i) o[i] = xr[i] * scale;
+  }
+}
+
+void silu(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+
+void swiglu(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = (gate[i] / (1.0f + std::exp(-gate[i]))) * up[i];
+}
+
+void add(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+void mul(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
+}
+
+}  // namespace minfer::cpu

@@ -1,0 +1,80 @@
+// matmul and get_rows: the weight-reading kernels. Activations are converted to the weight
+// type's vec_dot type once per call; then row chunks of W are spread over the threads, each
+// chunk multiplied with every activation row (a weight panel is read once per token block).
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/act_quant.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_dot.h"
+#include "common/error.h"
+#include "quant/quant.h"
+
+namespace minfer::cpu {
+namespace {
+
+// Rows per work item: small enough to balance 2+ threads on 896-row matrices, large enough
+// that the per-item overhead vanishes.
+constexpr int64_t kRowChunk = 32;
+// Tokens per pass over a weight panel: their activations stay in L2 while the panel is reused.
+constexpr int64_t kTokenBlock = 128;
+// Below this many multiply-adds a matmul runs on the calling thread: waking the team would
+// cost more than it saves (tiny models' decode steps).
+constexpr int64_t kParallelMacs = int64_t(1) << 16;
+
+// Reused across calls so that a decode step allocates nothing.
+uint8_t* act_buffer(size_t bytes) {
+  thread_local std::vector<uint8_t> buf;
+  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+  auto p = reinterpret_cast<uintptr_t>(buf.data());
+  return reinterpret_cast<uint8_t*>((p + 63) & ~uintptr_t(63));
+}
+
+}  // namespace
+
+void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const float* bias) {
+  if (nt <= 0 || w.rows <= 0) return;
+  const GgmlType vdt = vec_dot_type(w.type);
+  const int64_t bs = type_traits(vdt).block_size;
+  if (w.cols % bs != 0 || w.cols % type_traits(w.type).block_size != 0)
+    fail("matmul: row length {} is not a multiple of the {} block size", w.cols,
+         type_name(w.type));
+  const size_t xs = row_size(vdt, w.cols);
+  uint8_t* xq = act_buffer(xs * size_t(nt));
+  const int nth = w.rows * w.cols * nt >= kParallelMacs ? threads() : 1;
+
+#pragma omp parallel for num_threads(nth) schedule(static) if (nt > 1 && nth > 1)
+  for (int64_t t = 0; t < nt; ++t) quantize_act(vdt, x + t * w.cols, xq + size_t(t) * xs, w.cols);
+
+  const DotTileFn tile = dot_tile(w.type, active_isa());
+  const int64_t n_chunks = (w.rows + kRowChunk - 1) / kRowChunk;
+  const int64_t n_tblk = (nt + kTokenBlock - 1) / kTokenBlock;
+
+#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
+  for (int64_t c = 0; c < n_chunks * n_tblk; ++c) {
+    const int64_t rc = c / n_tblk, tb = c % n_tblk;
+    const int64_t r0 = rc * kRowChunk, nr = std::min(kRowChunk, w.rows - r0);
+    const int64_t t0 = tb * kTokenBlock, ntb = std::min(kTokenBlock, nt - t0);
+    float* yc = y + t0 * w.rows + r0;
+    tile(w.type, w.cols, w.data + size_t(r0) * w.row_bytes, w.row_bytes, nr,
+         xq + size_t(t0) * xs, xs, ntb, yc, w.rows);
+    if (bias)
+      for (int64_t t = 0; t < ntb; ++t)
+        for (int64_t r = 0; r < nr; ++r) yc[t * w.rows + r] += bias[r0 + r];
+  }
+}
+
+void get_rows(const WeightView& w, const int32_t* ids, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t* row = w.data + size_t(ids[i]) * w.row_bytes;
+    if (w.type == GgmlType::F32)
+      std::memcpy(out + i * w.cols, row, size_t(w.cols) * sizeof(float));
+    else
+      quant::dequantize_row(w.type, row, out + i * w.cols, w.cols);
+  }
+}
+
+}  // namespace minfer::cpu

@@ -1,0 +1,443 @@
+// AVX-512 (F/BW/VL) + VNNI kernels, chosen at run time (cpu_features.h). The tiles are those of
+// simd_tiles.h with the int8 dot product done by one vpdpbusd on 256-bit vectors, and more
+// registers (32) allow wider tiles.
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include <vector>
+
+#include "backend/cpu/act_quant.h"
+#include "backend/cpu/kernels_dot.h"
+#include "common/fp16.h"
+#include "quant/blocks.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+namespace minfer::cpu {
+namespace {
+// Per-thread scratch, 64-byte aligned and kept across calls. Compiled before the target pragma:
+// std::vector's inline code must not be instantiated with AVX-512 enabled (see simd_tiles.h).
+uint8_t* scratch(int slot, size_t bytes) {
+  thread_local std::vector<uint8_t> bufs[4];
+  std::vector<uint8_t>& b = bufs[slot];
+  if (b.size() < bytes + 64) b.resize(bytes + 64);
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(b.data()) + 63) & ~uintptr_t(63));
+}
+}  // namespace
+}  // namespace minfer::cpu
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
+// Only the explicit FMA intrinsics may fuse: scalar steps must round like the scalar kernels.
+#pragma GCC optimize("fp-contract=off")
+// GCC 12 reports _mm512_undefined_ps() (inside _mm512_cvtepi32_ps) as uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace minfer::cpu {
+namespace {
+struct I8Ops {
+  static constexpr bool kVnni = true;
+  static __m256i dot(__m256i u, __m256i s) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+  }
+  static __m256i dot_acc(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
+};
+}  // namespace
+}  // namespace minfer::cpu
+
+#include "backend/cpu/simd_tiles.h"
+
+namespace minfer::cpu {
+namespace {
+
+// ---- Prefill GEMM for the Q8_0-activation types -------------------------------------------
+// Weights are repacked on the fly into 16-row panels: per block, 8 zmm of 16 rows x 4 bytes
+// (byte k of row r at 64*(k/4) + 4*r + k%4), as unsigned w + 128, then the 16 row scales. One
+// vpdpbusd then multiplies 4 elements of 16 rows with 4 elements of one token broadcast to all
+// lanes, so a block of 16 rows x 1 token is 8 instructions and no horizontal sums; the +128
+// offset is removed by starting the sum at -128 * sum(x_q) of the token's block. Packing costs
+// O(rows * cols), amortized over the tokens (used from kGemmMinTokens up).
+constexpr int kPanel = 16;
+constexpr size_t kPanelBlock = 8 * 64 + 64;  // quants, then 16 float scales
+constexpr int64_t kGemmMinTokens = 4;
+
+template <class Dec>
+void pack_panel(const uint8_t* w, size_t ws, int64_t nr, int64_t nb, uint8_t* out) {
+  const __m256i flip = _mm256_set1_epi8(char(0x80));
+  alignas(32) uint32_t q[8];
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* pb = out + b * kPanelBlock;
+    float* dv = reinterpret_cast<float*>(pb + 512);
+    for (int r = 0; r < kPanel; ++r) {
+      __m256i v = flip;  // padding rows: w = 0 (and d = 0)
+      float d = 0.0f;
+      if (r < nr) {
+        const uint8_t* wb = w + size_t(r) * ws + b * Dec::kBytes;
+        v = _mm256_xor_si256(Dec::q(wb), flip);
+        d = f16(wb);
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(q), v);
+      uint32_t* o = reinterpret_cast<uint32_t*>(pb) + r;
+      for (int g = 0; g < 8; ++g) o[16 * g] = q[g];
+      dv[r] = d;
+    }
+  }
+}
+
+inline int32_t load_i32(const uint8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+
+// T tokens x one panel. xd/xc: per (token, block) activation scale and -128 * sum(q).
+template <int T>
+inline void panel_tile(const uint8_t* panel, int64_t nb, const uint8_t* x, size_t xs,
+                       const float* xd, const int32_t* xc, int64_t t0, float* y, int64_t ldy,
+                       __mmask16 rows) {
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* pb = panel + b * kPanelBlock;
+    __m512i wq[8];
+    for (int g = 0; g < 8; ++g) wq[g] = _mm512_load_si512(pb + 64 * g);
+    const __m512 dw = _mm512_load_ps(pb + 512);
+    for (int t = 0; t < T; ++t) {
+      const size_t tb = size_t(t0 + t) * size_t(nb) + size_t(b);
+      const uint8_t* xq = x + size_t(t0 + t) * xs + b * 34 + 2;
+      __m512i s = _mm512_set1_epi32(xc[tb]);
+      for (int g = 0; g < 8; ++g)
+        s = _mm512_dpbusd_epi32(s, wq[g], _mm512_set1_epi32(load_i32(xq + 4 * g)));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(xd[tb])),
+                               acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, rows, acc[t]);
+}
+
+template <class Dec, int R, int T>
+void q8_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x,
+             size_t xs, int64_t nt, float* y, int64_t ldy) {
+  if (nt < kGemmMinTokens) {
+    q8_tiles<Dec, R, T>(type, n, w, ws, nr, x, xs, nt, y, ldy);
+    return;
+  }
+  const int64_t nb = n / 32;
+  float* xd = reinterpret_cast<float*>(scratch(0, size_t(nt * nb) * 4));
+  int32_t* xc = reinterpret_cast<int32_t*>(scratch(1, size_t(nt * nb) * 4));
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int64_t t = 0; t < nt; ++t)
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* xb = x + size_t(t) * xs + b * 34;
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 2));
+      xd[t * nb + b] = f16(xb);
+      xc[t * nb + b] = -128 * hsum_i32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, q));
+    }
+  uint8_t* panel = scratch(2, size_t(nb) * kPanelBlock);
+  for (int64_t r0 = 0; r0 < nr; r0 += kPanel) {
+    const int64_t pr = nr - r0 < kPanel ? nr - r0 : kPanel;
+    pack_panel<Dec>(w + size_t(r0) * ws, ws, pr, nb, panel);
+    const __mmask16 rows = __mmask16((1u << pr) - 1u);
+    int64_t t0 = 0;
+    for (; t0 + 8 <= nt; t0 += 8) panel_tile<8>(panel, nb, x, xs, xd, xc, t0, y + r0, ldy, rows);
+    for (; t0 + 4 <= nt; t0 += 4) panel_tile<4>(panel, nb, x, xs, xd, xc, t0, y + r0, ldy, rows);
+    for (; t0 < nt; ++t0) panel_tile<1>(panel, nb, x, xs, xd, xc, t0, y + r0, ldy, rows);
+  }
+}
+
+// ---- Prefill GEMM for the K-quants x Q8_K ---------------------------------------------------
+// The same 16-row panels as above, per super-block of 256: 64 groups of 16 rows x 4 unsigned
+// quants (q4_K/q5_K: q itself; q6_K: q + 32), then per-row integer scales (and mins) as int32
+// lanes and the row's d (and dmin). Integer sums per super-block, then the scalar kernels'
+// float steps lane-wise: the results are bit-identical to the scalar path.
+
+// out[g] lane r = in[r] lane g (16 x 16 dwords): 32-bit and 64-bit unpacks within 128-bit
+// lanes, then a 4 x 4 transpose of the 128-bit lanes.
+inline void transpose16(__m512i* v) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  // u[4i + m], 128-bit lane k: dword 4k + m of rows 4i..4i+3.
+  for (int m = 0; m < 4; ++m) {
+    const __m512i p = _mm512_shuffle_i32x4(u[m], u[4 + m], 0x44);
+    const __m512i q = _mm512_shuffle_i32x4(u[m], u[4 + m], 0xEE);
+    const __m512i r = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0x44);
+    const __m512i s = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0xEE);
+    v[m] = _mm512_shuffle_i32x4(p, r, 0x88);
+    v[4 + m] = _mm512_shuffle_i32x4(p, r, 0xDD);
+    v[8 + m] = _mm512_shuffle_i32x4(q, s, 0x88);
+    v[12 + m] = _mm512_shuffle_i32x4(q, s, 0xDD);
+  }
+}
+
+constexpr size_t kQuantBytes = 64 * 64;  // 256 quants x 16 rows
+
+// Per type: block bytes, the panel bytes per super-block, and the decoding of one row's block
+// into 256 unsigned quants plus its int32 scale/min parameters.
+struct KQ4 {
+  static constexpr size_t kBytes = 144;
+  static constexpr bool kHigh = false;
+  static constexpr size_t kBlock = kQuantBytes + 16 * 64 + 2 * 64;  // quants, sc[8], mn[8], d, dmin
+};
+struct KQ5 {
+  static constexpr size_t kBytes = 176;
+  static constexpr bool kHigh = true;
+  static constexpr size_t kBlock = KQ4::kBlock;
+};
+
+template <class K>
+struct Q45KPanel {
+  static void decode(const uint8_t* wb, uint8_t* q, int32_t* sc, int32_t* mn, float* d, float* dmin) {
+    constexpr size_t kQs = K::kHigh ? 48 : 16;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i qh = _mm256_setzero_si256();
+    if (K::kHigh) qh = _mm256_loadu_si256((const __m256i*)(wb + 16));
+    for (int j = 0; j < 8; ++j) {
+      const __m256i raw = _mm256_loadu_si256((const __m256i*)(wb + kQs + 32 * (j / 2)));
+      __m256i v = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(raw, 4) : raw, m4);
+      if (K::kHigh) {
+        const __m256i bit = _mm256_set1_epi8(char(1 << j));
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
+        v = _mm256_or_si256(v, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+      }
+      _mm256_store_si256((__m256i*)(q + 32 * j), v);
+      int scj, mnj;
+      scale_min_k4(j, wb + 4, &scj, &mnj);
+      sc[j] = scj;
+      mn[j] = mnj;
+    }
+    *d = f16(wb);
+    *dmin = f16(wb + 2);
+  }
+};
+
+struct Q6KPanel {
+  static constexpr size_t kBlock = kQuantBytes + 16 * 64 + 64;  // quants, sc[16], d
+};
+
+// Writes rows [0, nr) of super-block b (padding rows: zero quants and scales) into pb.
+template <class K>
+void pack_kq(const uint8_t* w, size_t ws, int64_t nr, int64_t b, uint8_t* pb, uint8_t* tmp) {
+  int32_t* sc = reinterpret_cast<int32_t*>(pb + kQuantBytes);
+  for (int r = 0; r < kPanel; ++r) {
+    uint8_t* q = tmp + 256 * r;
+    if (r >= nr) {
+      __builtin_memset(q, 0, 256);
+      for (int j = 0; j < 16; ++j) sc[16 * j + r] = 0;
+      reinterpret_cast<float*>(pb + kQuantBytes + 16 * 64)[r] = 0.0f;
+      if constexpr (!std::is_same_v<K, Q6KPanel>)
+        reinterpret_cast<float*>(pb + kQuantBytes + 17 * 64)[r] = 0.0f;
+      continue;
+    }
+    const uint8_t* wb;
+    if constexpr (std::is_same_v<K, Q6KPanel>) {
+      wb = w + size_t(r) * ws + b * 210;
+      const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+      for (int k = 0; k < 2; ++k) {
+        const __m256i qh = _mm256_loadu_si256((const __m256i*)(wb + 128 + 32 * k));
+        for (int rr = 0; rr < 4; ++rr) {
+          const __m256i l = _mm256_loadu_si256((const __m256i*)(wb + 64 * k + 32 * (rr & 1)));
+          const __m256i lo = _mm256_and_si256(rr >> 1 ? _mm256_srli_epi16(l, 4) : l, m4);
+          const __m256i hi = _mm256_slli_epi16(
+              _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * rr)), m2), 4);
+          _mm256_store_si256((__m256i*)(q + 128 * k + 32 * rr), _mm256_or_si256(lo, hi));
+        }
+      }
+      for (int j = 0; j < 16; ++j) sc[16 * j + r] = int8_t(wb[192 + j]);
+      reinterpret_cast<float*>(pb + kQuantBytes + 16 * 64)[r] = f16(wb + 208);
+    } else {
+      wb = w + size_t(r) * ws + b * K::kBytes;
+      int32_t scv[8], mnv[8];
+      float d, dmin;
+      Q45KPanel<K>::decode(wb, q, scv, mnv, &d, &dmin);
+      for (int j = 0; j < 8; ++j) {
+        sc[16 * j + r] = scv[j];
+        sc[16 * (8 + j) + r] = mnv[j];
+      }
+      reinterpret_cast<float*>(pb + kQuantBytes + 16 * 64)[r] = d;
+      reinterpret_cast<float*>(pb + kQuantBytes + 17 * 64)[r] = dmin;
+    }
+  }
+  for (int c = 0; c < 4; ++c) {
+    __m512i v[16];
+    for (int r = 0; r < kPanel; ++r) v[r] = _mm512_load_si512(tmp + 256 * r + 64 * c);
+    transpose16(v);
+    for (int g = 0; g < 16; ++g) _mm512_store_si512(pb + 64 * (16 * c + g), v[g]);
+  }
+}
+
+// Per (token, super-block) activation data: d, 16 bsums (int32), 8 bsum pairs.
+struct Q8KPrep {
+  float d;
+  int32_t bsum[16];
+  int32_t pair[8];
+};
+
+template <class K, int T>
+inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t xs,
+                    const Q8KPrep* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
+  constexpr bool kQ6 = std::is_same_v<K, Q6KPanel>;
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* pb = panel + b * K::kBlock;
+    const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
+    __m512i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+    // q4_K/q5_K: 8 sub-blocks of 32 (8 groups); q6_K: 16 of 16 (4 groups).
+    constexpr int kSub = kQ6 ? 16 : 8, kGroups = kQ6 ? 4 : 8;
+    for (int j = 0; j < kSub; ++j) {
+      __m512i wq[kGroups];
+      for (int g = 0; g < kGroups; ++g) wq[g] = _mm512_load_si512(pb + 64 * (kGroups * j + g));
+      const __m512i scv = _mm512_load_si512(par + 16 * j);
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* xq = x + size_t(t0 + t) * xs + b * kQ8KBytes + 4 + 4 * kGroups * j;
+        const Q8KPrep& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
+        // q6_K's quants are stored + 32: start from -32 * sum(x) of the sub-block.
+        __m512i s = kQ6 ? _mm512_set1_epi32(-32 * pr.bsum[j]) : _mm512_setzero_si512();
+        for (int g = 0; g < kGroups; ++g)
+          s = _mm512_dpbusd_epi32(s, wq[g], _mm512_set1_epi32(load_i32(xq + 4 * g)));
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s, scv));
+      }
+    }
+    const __m512 dv = _mm512_load_ps(pb + kQuantBytes + 16 * 64);
+    for (int t = 0; t < T; ++t) {
+      const Q8KPrep& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
+      const __m512 xd = _mm512_set1_ps(pr.d);
+      __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum[t]));
+      if constexpr (!kQ6) {
+        __m512i summs = _mm512_setzero_si512();
+        for (int j = 0; j < 8; ++j)
+          summs = _mm512_add_epi32(
+              summs, _mm512_mullo_epi32(_mm512_load_si512(par + 16 * (8 + j)), _mm512_set1_epi32(pr.pair[j])));
+        const __m512 dmv = _mm512_load_ps(pb + kQuantBytes + 17 * 64);
+        term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), _mm512_cvtepi32_ps(summs)));
+      }
+      acc[t] = _mm512_add_ps(acc[t], term);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, rows, acc[t]);
+}
+
+template <class K>
+void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x,
+             size_t xs, int64_t nt, float* y, int64_t ldy) {
+  if (nt < kGemmMinTokens) {
+    dot_tile_avx2(type)(type, n, w, ws, nr, x, xs, nt, y, ldy);
+    return;
+  }
+  const int64_t nsb = n / 256;
+  auto* prep = reinterpret_cast<Q8KPrep*>(scratch(0, size_t(nt * nsb) * sizeof(Q8KPrep)));
+  for (int64_t t = 0; t < nt; ++t)
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* xb = x + size_t(t) * xs + b * kQ8KBytes;
+      Q8KPrep& p = prep[t * nsb + b];
+      p.d = q8k_d(xb);
+      for (int j = 0; j < 16; ++j) p.bsum[j] = q8k_bsum(xb, j);
+      for (int j = 0; j < 8; ++j) p.pair[j] = p.bsum[2 * j] + p.bsum[2 * j + 1];
+    }
+  uint8_t* panel = scratch(2, size_t(nsb) * K::kBlock);
+  uint8_t* tmp = scratch(3, 256 * kPanel);
+  for (int64_t r0 = 0; r0 < nr; r0 += kPanel) {
+    const int64_t pr = nr - r0 < kPanel ? nr - r0 : kPanel;
+    for (int64_t b = 0; b < nsb; ++b)
+      pack_kq<K>(w + size_t(r0) * ws, ws, pr, b, panel + b * K::kBlock, tmp);
+    const __mmask16 rows = __mmask16((1u << pr) - 1u);
+    int64_t t0 = 0;
+    for (; t0 + 4 <= nt; t0 += 4) kq_tile<K, 4>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
+    for (; t0 < nt; ++t0) kq_tile<K, 1>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
+  }
+}
+
+// ---- F32 / F16 with 512-bit FMA: 4 rows x 4 tokens, masked loads for the row tail ------------
+
+struct Load512F32 {
+  static __m512 v(const uint8_t* p, int64_t i) { return _mm512_loadu_ps((const float*)p + i); }
+  static __m512 m(const uint8_t* p, int64_t i, __mmask16 k) {
+    return _mm512_maskz_loadu_ps(k, (const float*)p + i);
+  }
+};
+struct Load512F16 {
+  static __m512 v(const uint8_t* p, int64_t i) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)((const uint16_t*)p + i)));
+  }
+  static __m512 m(const uint8_t* p, int64_t i, __mmask16 k) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, (const uint16_t*)p + i));
+  }
+};
+
+template <class L, int R, int T>
+inline void f512_tile(const Tile& a, int64_t r0, int64_t t0) {
+  __m512 acc[R][T];
+  const uint8_t* wr[R];
+  const uint8_t* xr[T];
+  for (int r = 0; r < R; ++r) wr[r] = a.w + size_t(r0 + r) * a.ws;
+  for (int t = 0; t < T; ++t) xr[t] = a.x + size_t(t0 + t) * a.xs;
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= a.n; i += 16) {
+    __m512 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = L::v(xr[t], i);
+    for (int r = 0; r < R; ++r) {
+      const __m512 wv = L::v(wr[r], i);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  if (i < a.n) {
+    const __mmask16 k = __mmask16((1u << (a.n - i)) - 1u);
+    __m512 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = L::m(xr[t], i, k);
+    for (int r = 0; r < R; ++r) {
+      const __m512 wv = L::m(wr[r], i, k);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+template <class L>
+struct F512K {
+  template <int R, int T>
+  static void run(const Tile& a, int64_t r0, int64_t t0) { f512_tile<L, R, T>(a, r0, t0); }
+};
+
+}  // namespace
+
+DotTileFn dot_tile_avx512(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return &run_tiles<F512K<Load512F32>, 4, 4>;
+    case GgmlType::F16: return &run_tiles<F512K<Load512F16>, 4, 4>;
+    case GgmlType::Q8_0: return q8_gemm<DecQ8_0, 4, 4>;
+    case GgmlType::Q4_0: return q8_gemm<DecQ4_0, 4, 4>;
+    case GgmlType::Q5_0: return q8_gemm<DecQ5_0, 4, 4>;
+    case GgmlType::IQ4_NL: return q8_gemm<DecIQ4NL, 4, 4>;
+    case GgmlType::Q4_1: return q81_tiles<DecQ4_1, 4, 4>;
+    case GgmlType::Q5_1: return q81_tiles<DecQ5_1, 4, 4>;
+    case GgmlType::Q4_K: return kq_gemm<KQ4>;
+    case GgmlType::Q5_K: return kq_gemm<KQ5>;
+    case GgmlType::Q6_K: return kq_gemm<Q6KPanel>;
+    default: return nullptr;  // Q2_K, Q3_K: the AVX2 tiles
+  }
+}
+
+}  // namespace minfer::cpu
+
+#pragma GCC pop_options
+#else
+namespace minfer::cpu {
+DotTileFn dot_tile_avx512(GgmlType) { return nullptr; }
+}  // namespace minfer::cpu
+#endif

@@ -1,0 +1,660 @@
+// SIMD tile kernels shared by the AVX2 and the AVX-512 translation units. Each of those files
+// includes <immintrin.h> and every other header first, then switches the target ISA with
+// `#pragma GCC target`, defines `I8Ops` (the int8 dot-product primitive of its ISA) and
+// includes this file. Everything here has internal linkage, so each ISA gets its own copy and
+// no out-of-line AVX code can leak into the baseline build through a shared inline symbol.
+// No standard-library templates are used below for the same reason.
+//
+// Tiles: R weight rows x T activation rows share every load: a weight block is decoded once
+// and multiplied with T activation blocks; an activation block is loaded once for R rows.
+#ifndef MINFER_SIMD_TILES_BODY
+#define MINFER_SIMD_TILES_BODY
+
+namespace minfer::cpu {
+namespace {
+
+struct Tile {
+  int64_t n;
+  const uint8_t* w;
+  size_t ws;
+  const uint8_t* x;
+  size_t xs;
+  float* y;
+  int64_t ldy;
+};
+
+inline float f16(const uint8_t* p) {
+  uint16_t h;
+  __builtin_memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline int hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// ---- Q8_0-activation types: 32 signed weights and one F16 scale per block -------------------
+
+inline __m256i nibbles(const uint8_t* qs) {
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i v = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
+  return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+}
+
+// q(b): the 32 signed weights of block b. u(b): the same as unsigned bytes w + kOffset, for
+// the offset form of the dot product (see q8_tile); kSmall: u < 32, so that maddubs' i16 pair
+// sums cannot saturate.
+struct DecQ8_0 {
+  static constexpr size_t kBytes = 34;
+  static constexpr int kOffset = 128;
+  static constexpr bool kSmall = false;
+  static __m256i q(const uint8_t* b) { return _mm256_loadu_si256((const __m256i*)(b + 2)); }
+  static __m256i u(const uint8_t* b) { return _mm256_xor_si256(q(b), _mm256_set1_epi8(char(0x80))); }
+};
+struct DecQ4_0 {
+  static constexpr size_t kBytes = 18;
+  static constexpr int kOffset = 8;
+  static constexpr bool kSmall = true;
+  static __m256i q(const uint8_t* b) { return _mm256_sub_epi8(u(b), _mm256_set1_epi8(8)); }
+  static __m256i u(const uint8_t* b) { return nibbles(b + 2); }
+};
+struct DecIQ4NL {
+  static constexpr size_t kBytes = 18;
+  static constexpr int kOffset = 128;
+  static constexpr bool kSmall = false;
+  static __m256i q(const uint8_t* b) {
+    const __m256i table = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25,
+                                           38, 53, 69, 89, 113, -127, -104, -83, -65, -49, -35,
+                                           -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    return _mm256_shuffle_epi8(table, nibbles(b + 2));
+  }
+  static __m256i u(const uint8_t* b) { return _mm256_xor_si256(q(b), _mm256_set1_epi8(char(0x80))); }
+};
+// Bit j of qh is the fifth bit of element j: spread the 32 bits over 32 bytes.
+inline __m256i q5_high(const uint8_t* qhp) {
+  uint32_t qh;
+  __builtin_memcpy(&qh, qhp, 4);
+  const __m256i rep = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(int(qh)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+                       3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(rep, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+struct DecQ5_0 {
+  static constexpr size_t kBytes = 22;
+  static constexpr int kOffset = 16;
+  static constexpr bool kSmall = true;
+  static __m256i q(const uint8_t* b) { return _mm256_sub_epi8(u(b), _mm256_set1_epi8(16)); }
+  static __m256i u(const uint8_t* b) { return _mm256_or_si256(nibbles(b + 6), q5_high(b + 2)); }
+};
+
+// Two forms of the int8 block dot product. Sign form: |w| (u8) times x carrying w's sign (s8),
+// the only one maddubs allows for full-range weights. Offset form (VNNI, or small weights):
+// (w + k) (u8) times x, minus k * sum(x), the correction computed once per token and block and
+// shared by the R rows; it saves the two sign operations per row and token.
+template <class Dec, int R, int T>
+inline void q8_tile(const Tile& a, int64_t r0, int64_t t0) {
+  constexpr bool kOffsetForm = I8Ops::kVnni || Dec::kSmall;
+  __m256 acc[R][T];
+  const uint8_t* wr[R];
+  const uint8_t* xr[T];
+  for (int r = 0; r < R; ++r) wr[r] = a.w + size_t(r0 + r) * a.ws;
+  for (int t = 0; t < T; ++t) xr[t] = a.x + size_t(t0 + t) * a.xs;
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  const int64_t nb = a.n / 32;
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i xq[T], corr[T];
+    float dx[T];
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = xr[t] + b * 34;
+      dx[t] = f16(xb);
+      xq[t] = _mm256_loadu_si256((const __m256i*)(xb + 2));
+      if constexpr (kOffsetForm)
+        corr[t] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                   I8Ops::dot(_mm256_set1_epi8(char(Dec::kOffset)), xq[t]));
+    }
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* wb = wr[r] + b * Dec::kBytes;
+      const float dw = f16(wb);
+      if constexpr (kOffsetForm) {
+        const __m256i u = Dec::u(wb);
+        for (int t = 0; t < T; ++t) {
+          const __m256 p = _mm256_cvtepi32_ps(I8Ops::dot_acc(corr[t], u, xq[t]));
+          acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), p, acc[r][t]);
+        }
+      } else {
+        const __m256i q = Dec::q(wb);
+        const __m256i aq = _mm256_sign_epi8(q, q);
+        for (int t = 0; t < T; ++t) {
+          const __m256i sx = _mm256_sign_epi8(xq[t], q);
+          const __m256 p = _mm256_cvtepi32_ps(I8Ops::dot(aq, sx));
+          acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), p, acc[r][t]);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r0 + r] = hsum(acc[r][t]);
+}
+
+// ---- Q8_1-activation types (q4_1, q5_1): unsigned weights, x = d*q + m ----------------------
+// Per block: d_w*d_x*sum(q*x_q) + m_w*s_x, with s_x = d_x*sum(x_q) precomputed in the Q8_1 block.
+
+struct DecQ4_1 {
+  static constexpr size_t kBytes = 20;
+  static __m256i q(const uint8_t* b) { return nibbles(b + 4); }
+};
+struct DecQ5_1 {
+  static constexpr size_t kBytes = 24;
+  static __m256i q(const uint8_t* b) { return _mm256_or_si256(nibbles(b + 8), q5_high(b + 4)); }
+};
+
+template <class Dec, int R, int T>
+inline void q81_tile(const Tile& a, int64_t r0, int64_t t0) {
+  __m256 acc[R][T];
+  float sm[R][T];
+  const uint8_t* wr[R];
+  const uint8_t* xr[T];
+  for (int r = 0; r < R; ++r) wr[r] = a.w + size_t(r0 + r) * a.ws;
+  for (int t = 0; t < T; ++t) xr[t] = a.x + size_t(t0 + t) * a.xs;
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) {
+      acc[r][t] = _mm256_setzero_ps();
+      sm[r][t] = 0.0f;
+    }
+  const int64_t nb = a.n / 32;
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i xq[T];
+    float dx[T], sx[T];
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = xr[t] + b * 36;
+      dx[t] = f16(xb);
+      sx[t] = f16(xb + 2);
+      xq[t] = _mm256_loadu_si256((const __m256i*)(xb + 4));
+    }
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* wb = wr[r] + b * Dec::kBytes;
+      const __m256i q = Dec::q(wb);
+      const float dw = f16(wb), mw = f16(wb + 2);
+      for (int t = 0; t < T; ++t) {
+        const __m256 p = _mm256_cvtepi32_ps(I8Ops::dot(q, xq[t]));
+        acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), p, acc[r][t]);
+        sm[r][t] += mw * sx[t];
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r0 + r] = hsum(acc[r][t]) + sm[r][t];
+}
+
+// ---- F32 / F16 -------------------------------------------------------------------------------
+
+struct LoadF32 {
+  static __m256 v(const uint8_t* p, int64_t i) { return _mm256_loadu_ps((const float*)p + i); }
+  static float s(const uint8_t* p, int64_t i) { return ((const float*)p)[i]; }
+};
+struct LoadF16 {
+  static __m256 v(const uint8_t* p, int64_t i) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)((const uint16_t*)p + i)));
+  }
+  static float s(const uint8_t* p, int64_t i) { return f16(p + 2 * i); }
+};
+
+template <class L, int R, int T>
+inline void f_tile(const Tile& a, int64_t r0, int64_t t0) {
+  __m256 acc[R][T];
+  const uint8_t* wr[R];
+  const uint8_t* xr[T];
+  for (int r = 0; r < R; ++r) wr[r] = a.w + size_t(r0 + r) * a.ws;
+  for (int t = 0; t < T; ++t) xr[t] = a.x + size_t(t0 + t) * a.xs;
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= a.n; i += 8) {
+    __m256 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = L::v(xr[t], i);
+    for (int r = 0; r < R; ++r) {
+      const __m256 wv = L::v(wr[r], i);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) {
+      float s = hsum(acc[r][t]);
+      for (int64_t j = i; j < a.n; ++j) s += L::s(wr[r], j) * L::s(xr[t], j);
+      a.y[(t0 + t) * a.ldy + r0 + r] = s;
+    }
+}
+
+// ---- K-quants x Q8_K: integer sums per super-block, then the scalar path's float steps, so
+// the result is bit-identical to the scalar kernel. ---------------------------------------------
+
+constexpr size_t kQ8KBytes = 292;  // float d, 256 qs, 16 int16 bsums
+
+inline float q8k_d(const uint8_t* b) {
+  float d;
+  __builtin_memcpy(&d, b, 4);
+  return d;
+}
+inline const int8_t* q8k_qs(const uint8_t* b) { return (const int8_t*)(b + 4); }
+inline int q8k_bsum(const uint8_t* b, int j) {
+  int16_t s;
+  __builtin_memcpy(&s, b + 260 + 2 * j, 2);
+  return s;
+}
+
+inline void scale_min_k4(int j, const uint8_t* q, int* d, int* m) {
+  if (j < 4) {
+    *d = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// q4_K / q5_K (block: d, dmin, scales[12], [qh[32]], qs[128]).
+template <bool kHigh, int T>
+inline void q45k_tile(const Tile& a, int64_t r, int64_t t0) {
+  constexpr size_t kBytes = kHigh ? 176 : 144;
+  constexpr size_t kQs = kHigh ? 48 : 16;
+  const uint8_t* wr = a.w + size_t(r) * a.ws;
+  float s[T];
+  for (int t = 0; t < T; ++t) s[t] = 0.0f;
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (int64_t b = 0; b < a.n / 256; ++b) {
+    const uint8_t* wb = wr + b * kBytes;
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) scale_min_k4(j, wb + 4, &sc[j], &mn[j]);
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    __m256i qh = _mm256_setzero_si256();
+    if (kHigh) qh = _mm256_loadu_si256((const __m256i*)(wb + 16));
+    for (int j = 0; j < 8; ++j) {
+      const __m256i raw = _mm256_loadu_si256((const __m256i*)(wb + kQs + 32 * (j / 2)));
+      __m256i q = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(raw, 4) : raw, m4);
+      if (kHigh) {
+        const __m256i bit = _mm256_set1_epi8(char(1 << j));
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
+        q = _mm256_or_si256(q, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+      }
+      const __m256i scv = _mm256_set1_epi16(short(sc[j]));
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
+        const __m256i x8 = _mm256_loadu_si256((const __m256i*)(q8k_qs(xb) + 32 * j));
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, x8), scv));
+      }
+    }
+    const float d = f16(wb), dmin = f16(wb + 2);
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
+      int summs = 0;
+      for (int j = 0; j < 8; ++j) summs += mn[j] * (q8k_bsum(xb, 2 * j) + q8k_bsum(xb, 2 * j + 1));
+      const float xd = q8k_d(xb);
+      s[t] += (d * xd) * float(hsum_i32(isum[t])) - (dmin * xd) * float(summs);
+    }
+  }
+  for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = s[t];
+}
+
+// q6_K (block: ql[128], qh[64], scales[16] int8, d): q = u - 32 with u in [0, 64) unsigned, so
+// dot(q, x) = dot(u, x) - 32 * sum(x), and sum(x) per 16 is Q8_K's bsums.
+template <int T>
+inline void q6k_tile(const Tile& a, int64_t r, int64_t t0) {
+  const uint8_t* wr = a.w + size_t(r) * a.ws;
+  float s[T];
+  for (int t = 0; t < T; ++t) s[t] = 0.0f;
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+  for (int64_t b = 0; b < a.n / 256; ++b) {
+    const uint8_t* wb = wr + b * 210;
+    const int8_t* sc = (const int8_t*)(wb + 192);
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int k = 0; k < 2; ++k) {
+      const uint8_t* ql = wb + 64 * k;
+      const __m256i qh = _mm256_loadu_si256((const __m256i*)(wb + 128 + 32 * k));
+      for (int rr = 0; rr < 4; ++rr) {
+        const __m256i l = _mm256_loadu_si256((const __m256i*)(ql + 32 * (rr & 1)));
+        const __m256i lo = _mm256_and_si256(rr >> 1 ? _mm256_srli_epi16(l, 4) : l, m4);
+        const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * rr)), m2), 4);
+        const __m256i u = _mm256_or_si256(lo, hi);
+        const int si = 8 * k + 2 * rr;
+        const __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[si + 1]), _mm_set1_epi16(sc[si]));
+        for (int t = 0; t < T; ++t) {
+          const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
+          const __m256i x8 = _mm256_loadu_si256((const __m256i*)(q8k_qs(xb) + 128 * k + 32 * rr));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(u, x8), scv));
+        }
+      }
+    }
+    const float d = f16(wb + 208);
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
+      int corr = 0;
+      for (int j = 0; j < 16; ++j) corr += sc[j] * q8k_bsum(xb, j);
+      s[t] += (d * q8k_d(xb)) * float(hsum_i32(isum[t]) - 32 * corr);
+    }
+  }
+  for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = s[t];
+}
+
+// q2_K (block: scales[16], qs[64], d, dmin): 2-bit planes, 16 sub-blocks of 16.
+template <int T>
+inline void q2k_tile(const Tile& a, int64_t r, int64_t t0) {
+  const uint8_t* wr = a.w + size_t(r) * a.ws;
+  float s[T];
+  for (int t = 0; t < T; ++t) s[t] = 0.0f;
+  const __m256i m2 = _mm256_set1_epi8(0x03);
+  for (int64_t b = 0; b < a.n / 256; ++b) {
+    const uint8_t* wb = wr + b * 84;
+    const uint8_t* sc = wb;
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int k = 0; k < 2; ++k) {
+      const __m256i q2 = _mm256_loadu_si256((const __m256i*)(wb + 16 + 32 * k));
+      for (int j = 0; j < 4; ++j) {
+        const __m256i q = _mm256_and_si256(_mm256_srl_epi16(q2, _mm_cvtsi32_si128(2 * j)), m2);
+        const int si = 8 * k + 2 * j;
+        const __m256i scv =
+            _mm256_set_m128i(_mm_set1_epi16(sc[si + 1] & 0xF), _mm_set1_epi16(sc[si] & 0xF));
+        for (int t = 0; t < T; ++t) {
+          const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
+          const __m256i x8 = _mm256_loadu_si256((const __m256i*)(q8k_qs(xb) + 128 * k + 32 * j));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q, x8), scv));
+        }
+      }
+    }
+    const float d = f16(wb + 80), dmin = f16(wb + 82);
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
+      int summs = 0;
+      for (int j = 0; j < 16; ++j) summs += q8k_bsum(xb, j) * (sc[j] >> 4);
+      const float xd = q8k_d(xb);
+      s[t] += (xd * d) * float(hsum_i32(isum[t])) - (xd * dmin) * float(summs);
+    }
+  }
+  for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = s[t];
+}
+
+// q3_K (block: hmask[32], qs[64], scales[12], d): q = u - 4 with u = low 2 bits + 4 * hmask bit,
+// so dot(q, x) = dot(u, x) - 4 * sum(x), sum(x) per 16 being Q8_K's bsums.
+template <int T>
+inline void q3k_tile(const Tile& a, int64_t r, int64_t t0) {
+  const uint8_t* wr = a.w + size_t(r) * a.ws;
+  float s[T];
+  for (int t = 0; t < T; ++t) s[t] = 0.0f;
+  const __m256i m2 = _mm256_set1_epi8(0x03);
+  for (int64_t b = 0; b < a.n / 256; ++b) {
+    const uint8_t* wb = wr + b * 110;
+    int sc[16];
+    for (int j = 0; j < 16; ++j) {
+      const int lo = j < 8 ? (wb[96 + j] & 0x0F) : (wb[96 + j - 8] >> 4);
+      const int hi = (wb[96 + 8 + (j % 4)] >> (2 * (j / 4))) & 3;
+      sc[j] = (lo | (hi << 4)) - 32;
+    }
+    const __m256i hm = _mm256_loadu_si256((const __m256i*)wb);
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int k = 0; k < 2; ++k) {
+      const __m256i q3 = _mm256_loadu_si256((const __m256i*)(wb + 32 + 32 * k));
+      for (int j = 0; j < 4; ++j) {
+        const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(q3, _mm_cvtsi32_si128(2 * j)), m2);
+        const __m256i bit = _mm256_set1_epi8(char(1 << (4 * k + j)));
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit);
+        const __m256i u = _mm256_or_si256(lo, _mm256_and_si256(set, _mm256_set1_epi8(4)));
+        const int si = 8 * k + 2 * j;
+        const __m256i scv = _mm256_set_m128i(_mm_set1_epi16(short(sc[si + 1])), _mm_set1_epi16(short(sc[si])));
+        for (int t = 0; t < T; ++t) {
+          const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
+          const __m256i x8 = _mm256_loadu_si256((const __m256i*)(q8k_qs(xb) + 128 * k + 32 * j));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(u, x8), scv));
+        }
+      }
+    }
+    const float d = f16(wb + 108);
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
+      int corr = 0;
+      for (int j = 0; j < 16; ++j) corr += sc[j] * q8k_bsum(xb, j);
+      s[t] += (d * q8k_d(xb)) * float(hsum_i32(isum[t]) - 4 * corr);
+    }
+  }
+  for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = s[t];
+}
+
+// ---- Weighted row sums (attention's V accumulation) -------------------------------------------
+// 32 columns x up to 3 weight vectors stay in 12 registers while the rows stream by.
+
+template <class L, int G>
+inline void vsum_block(int64_t n, const float* w, const uint8_t* v, size_t vs, int64_t c,
+                       float* out, int64_t d) {
+  __m256 acc[G][4];
+  for (int g = 0; g < G; ++g)
+    for (int k = 0; k < 4; ++k) acc[g][k] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < n; ++j) {
+    const uint8_t* row = v + size_t(j) * vs;
+    __m256 x[4];
+    for (int k = 0; k < 4; ++k) x[k] = L::v(row, c + 8 * k);
+    for (int g = 0; g < G; ++g) {
+      const __m256 a = _mm256_set1_ps(w[g * n + j]);
+      for (int k = 0; k < 4; ++k) acc[g][k] = _mm256_fmadd_ps(a, x[k], acc[g][k]);
+    }
+  }
+  for (int g = 0; g < G; ++g)
+    for (int k = 0; k < 4; ++k) _mm256_storeu_ps(out + g * d + c + 8 * k, acc[g][k]);
+}
+
+template <class L>
+inline void vsum_typed(int64_t n, int64_t G, const float* w, const uint8_t* v, size_t vs,
+                       int64_t d, float* out) {
+  int64_t c = 0;
+  for (; c + 32 <= d; c += 32) {
+    int64_t g = 0;
+    for (; g + 3 <= G; g += 3) vsum_block<L, 3>(n, w + g * n, v, vs, c, out + g * d, d);
+    if (G - g == 2) vsum_block<L, 2>(n, w + g * n, v, vs, c, out + g * d, d);
+    if (G - g == 1) vsum_block<L, 1>(n, w + g * n, v, vs, c, out + g * d, d);
+  }
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t i = c; i < d; ++i) {
+      float s = 0.0f;
+      for (int64_t j = 0; j < n; ++j) s += w[g * n + j] * L::s(v + size_t(j) * vs, i);
+      out[g * d + i] = s;
+    }
+}
+
+inline void vsum_simd(int64_t n, int64_t G, const float* w, const uint8_t* v, size_t vs,
+                      GgmlType vt, int64_t d, float* out) {
+  if (vt == GgmlType::F16)
+    vsum_typed<LoadF16>(n, G, w, v, vs, d, out);
+  else
+    vsum_typed<LoadF32>(n, G, w, v, vs, d, out);
+}
+
+// ---- softmax with a vectorized exp ------------------------------------------------------------
+
+// exp(x) for x <= 0: x = n*ln2 + r with |r| <= ln2/2, e^r by Cephes' expf polynomial, times 2^n;
+// below -87.3 (where expf is subnormal or 0) the result is 0.
+inline __m256 exp_neg(__m256 x) {
+  const __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ);
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(tiny, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+
+inline void softmax_simd(int64_t n, float* s, float scale) {
+  const __m256 sc = _mm256_set1_ps(scale);
+  __m256 mv = _mm256_set1_ps(-INFINITY);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(s + j), sc);
+    _mm256_storeu_ps(s + j, v);
+    mv = _mm256_max_ps(mv, v);
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  float mx = _mm_cvtss_f32(m4);
+  for (int64_t i = j; i < n; ++i) {
+    s[i] *= scale;
+    mx = s[i] > mx ? s[i] : mx;
+  }
+  const __m256 mxv = _mm256_set1_ps(mx);
+  double sum = 0.0;
+  j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = exp_neg(_mm256_sub_ps(_mm256_loadu_ps(s + j), mxv));
+    _mm256_storeu_ps(s + j, e);
+    sum += double(hsum(e));
+  }
+  for (int64_t i = j; i < n; ++i) {
+    s[i] = expf(s[i] - mx);
+    sum += double(s[i]);
+  }
+  const __m256 inv = _mm256_set1_ps(float(1.0 / sum));
+  j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), inv));
+  for (int64_t i = j; i < n; ++i) s[i] *= float(1.0 / sum);
+}
+
+// ---- Activation quantization to Q8_0 / Q8_1, the scalar kernels' exact arithmetic ----------
+
+// Returns d (unrounded); quants to qs[32]; *sum = sum of the quants when sum != nullptr.
+inline float q8_block_simd(const float* x, int8_t* qs, int* sum) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 v[4];
+  __m256 m = _mm256_setzero_ps();
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm256_loadu_ps(x + 8 * k);
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[k]));
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  const float amax = _mm_cvtss_f32(m4);
+  const float d = amax / 127.f;
+  const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
+  __m256i q[4];
+  for (int k = 0; k < 4; ++k)
+    q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], id),
+                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  if (sum) *sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+  // packs interleave 128-bit lanes: restore element order with one permute.
+  const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
+  const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b),
+                                                 _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), p8);
+  return d;
+}
+
+inline void quantize_q8_0_simd(const float* x, quant::block_q8_0* y, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b) y[b].d = fp32_to_fp16(q8_block_simd(x + 32 * b, y[b].qs, nullptr));
+}
+
+inline void quantize_q8_1_simd(const float* x, quant::block_q8_1* y, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    int sum = 0;
+    const float d = q8_block_simd(x + 32 * b, y[b].qs, &sum);
+    y[b].d = fp32_to_fp16(d);
+    y[b].s = fp32_to_fp16(d * float(sum));
+  }
+}
+
+// ---- Drivers: full tiles first, then the row and token remainders --------------------------
+// A kernel family K provides `template <int R, int T> static void run(tile, r0, t0)`.
+
+template <class Dec>
+struct Q8K {
+  template <int R, int T>
+  static void run(const Tile& a, int64_t r0, int64_t t0) { q8_tile<Dec, R, T>(a, r0, t0); }
+};
+template <class Dec>
+struct Q81K {
+  template <int R, int T>
+  static void run(const Tile& a, int64_t r0, int64_t t0) { q81_tile<Dec, R, T>(a, r0, t0); }
+};
+template <class L>
+struct FK {
+  template <int R, int T>
+  static void run(const Tile& a, int64_t r0, int64_t t0) { f_tile<L, R, T>(a, r0, t0); }
+};
+// The K-quant tiles are one row wide.
+template <void (*F1)(const Tile&, int64_t, int64_t), void (*F2)(const Tile&, int64_t, int64_t),
+          void (*F3)(const Tile&, int64_t, int64_t), void (*F4)(const Tile&, int64_t, int64_t)>
+struct RowK {
+  template <int R, int T>
+  static void run(const Tile& a, int64_t r0, int64_t t0) {
+    for (int r = 0; r < R; ++r) (T == 1 ? F1 : T == 2 ? F2 : T == 3 ? F3 : F4)(a, r0 + r, t0);
+  }
+};
+
+template <class K, int R, int T>
+inline void tile_rows(const Tile& a, int64_t nr, int64_t t0) {
+  int64_t r0 = 0;
+  for (; r0 + R <= nr; r0 += R) K::template run<R, T>(a, r0, t0);
+  for (; r0 < nr; ++r0) K::template run<1, T>(a, r0, t0);
+}
+
+template <class K, int R, int T>
+void run_tiles(GgmlType, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x,
+               size_t xs, int64_t nt, float* y, int64_t ldy) {
+  static_assert(T >= 1 && T <= 4);
+  const Tile a{n, w, ws, x, xs, y, ldy};
+  int64_t t0 = 0;
+  for (; t0 + T <= nt; t0 += T) tile_rows<K, R, T>(a, nr, t0);
+  const int64_t rest = nt - t0;
+  if constexpr (T > 3)
+    if (rest == 3) tile_rows<K, R, 3>(a, nr, t0);
+  if constexpr (T > 2)
+    if (rest == 2) tile_rows<K, R, 2>(a, nr, t0);
+  if constexpr (T > 1)
+    if (rest == 1) tile_rows<K, R, 1>(a, nr, t0);
+}
+
+template <class Dec, int R, int T>
+constexpr DotTileFn q8_tiles = &run_tiles<Q8K<Dec>, R, T>;
+
+template <class Dec, int R, int T>
+constexpr DotTileFn q81_tiles = &run_tiles<Q81K<Dec>, R, T>;
+
+template <class L, int R, int T>
+constexpr DotTileFn f_tiles = &run_tiles<FK<L>, R, T>;
+
+template <bool kHigh>
+constexpr DotTileFn q45k_tiles = &run_tiles<
+    RowK<q45k_tile<kHigh, 1>, q45k_tile<kHigh, 2>, q45k_tile<kHigh, 3>, q45k_tile<kHigh, 4>>, 1, 4>;
+
+constexpr DotTileFn q2k_tiles =
+    &run_tiles<RowK<q2k_tile<1>, q2k_tile<2>, q2k_tile<3>, q2k_tile<4>>, 1, 4>;
+constexpr DotTileFn q3k_tiles =
+    &run_tiles<RowK<q3k_tile<1>, q3k_tile<2>, q3k_tile<3>, q3k_tile<4>>, 1, 4>;
+constexpr DotTileFn q6k_tiles =
+    &run_tiles<RowK<q6k_tile<1>, q6k_tile<2>, q6k_tile<3>, q6k_tile<4>>, 1, 4>;
+
+}  // namespace
+}  // namespace minfer::cpu
+
+#endif  // MINFER_SIMD_TILES_BODY

@@ -1,0 +1,179 @@
+// attention against a naive double-precision reference (GQA, causal by position, every cache
+// type), and kv_store's conversions.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/act_quant.h"
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernels.h"
+#include "common/error.h"
+#include "kernels/random_weights.h"
+#include "quant/quant.h"
+
+namespace minfer::cpu {
+namespace {
+
+struct Region {
+  std::vector<uint8_t> mem;
+  KvRegion r;
+  Region(GgmlType t, int64_t width, int64_t n_ctx) {
+    const size_t rb = row_size(t, width);
+    mem.assign(rb * size_t(n_ctx), 0);
+    r = KvRegion{t, mem.data(), width, n_ctx, rb};
+  }
+  // Element i of row j as the kernels see it.
+  std::vector<float> row(int64_t j) const {
+    std::vector<float> out(size_t(r.width));
+    quant::dequantize_row(r.type, mem.data() + size_t(j) * r.row_bytes, out.data(), r.width);
+    return out;
+  }
+};
+
+// What the score dot product multiplies for a query under each K type.
+std::vector<float> rounded_query(GgmlType kt, const float* q, int64_t n) {
+  std::vector<float> out(q, q + n);
+  if (kt == GgmlType::F16)
+    for (auto& v : out) v = fp16_to_fp32(fp32_to_fp16(v));
+  if (kt == GgmlType::Q8_0) {
+    std::vector<quant::block_q8_0> b(size_t(n / 32));
+    quantize_act_q8_0(q, b.data(), n);
+    quant::dequantize_row(GgmlType::Q8_0, b.data(), out.data(), n);
+  }
+  return out;
+}
+
+void check_attention(GgmlType kt, GgmlType vt, int64_t n_head, int64_t n_head_kv, int64_t hd,
+                     int64_t hdv) {
+  SCOPED_TRACE(testing::Message() << "K " << type_name(kt) << " V " << type_name(vt) << " heads "
+                                  << n_head << "/" << n_head_kv << " isa "
+                                  << isa_name(active_isa()));
+  std::mt19937 rng(11);
+  const int64_t n_ctx = 20, n_fill = 12;
+  Region k(kt, n_head_kv * hd, n_ctx), v(vt, n_head_kv * hdv, n_ctx);
+  std::vector<int32_t> fill_pos(n_fill);
+  for (int64_t i = 0; i < n_fill; ++i) fill_pos[i] = int32_t(i);
+  auto ksrc = test::random_floats(size_t(n_fill * n_head_kv * hd), rng);
+  auto vsrc = test::random_floats(size_t(n_fill * n_head_kv * hdv), rng);
+  kv_store(k.r, ksrc.data(), fill_pos.data(), n_fill);
+  kv_store(v.r, vsrc.data(), fill_pos.data(), n_fill);
+
+  const std::vector<int32_t> pos = {0, 5, 10, 11};
+  const int64_t nt = int64_t(pos.size());
+  auto q = test::random_floats(size_t(nt * n_head * hd), rng, 0.5f);
+  AttnParams p{n_head, n_head_kv, hd, hdv, 1.0f / std::sqrt(float(hd))};
+  std::vector<float> out(size_t(nt * n_head * hdv));
+  attention(q.data(), pos.data(), nt, k.r, v.r, p, out.data());
+
+  const int64_t group = n_head / n_head_kv;
+  for (int64_t t = 0; t < nt; ++t)
+    for (int64_t h = 0; h < n_head; ++h) {
+      const int64_t hk = h / group;
+      const auto qr = rounded_query(kt, q.data() + (t * n_head + h) * hd, hd);
+      std::vector<double> s;
+      for (int64_t j = 0; j <= pos[t]; ++j) {
+        const auto kr = k.row(j);
+        double d = 0;
+        for (int64_t i = 0; i < hd; ++i) d += double(qr[i]) * kr[hk * hd + i];
+        s.push_back(d * p.scale);
+      }
+      const double mx = *std::max_element(s.begin(), s.end());
+      double sum = 0;
+      for (double& e : s) sum += (e = std::exp(e - mx));
+      for (int64_t i = 0; i < hdv; ++i) {
+        double e = 0;
+        for (int64_t j = 0; j <= pos[t]; ++j) e += s[j] / sum * v.row(j)[hk * hdv + i];
+        ASSERT_NEAR(out[(t * n_head + h) * hdv + i], e, 2e-5) << "t=" << t << " h=" << h << " i=" << i;
+      }
+    }
+}
+
+class AttentionTest : public testing::Test {
+ protected:
+  void TearDown() override { reset_isa(); }
+};
+
+TEST_F(AttentionTest, MatchesNaiveReferenceForEveryCacheType) {
+  for (int i = 0; i <= int(detected_isa()); ++i) {
+    force_isa(Isa(i));
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
+      check_attention(t, t, 4, 2, 64, 64);  // GQA
+      check_attention(t, t, 2, 2, 32, 32);  // MHA
+    }
+    check_attention(GgmlType::F16, GgmlType::F32, 6, 1, 64, 32);  // MQA, V narrower than K
+    check_attention(GgmlType::F16, GgmlType::F16, 14, 2, 64, 64);  // qwen2.5's 7 heads per group
+    check_attention(GgmlType::F32, GgmlType::F32, 3, 3, 16, 40);   // row tails off the SIMD width
+  }
+}
+
+TEST_F(AttentionTest, RejectsBadShapes) {
+  Region k(GgmlType::Q8_0, 48, 4), v(GgmlType::F32, 48, 4);
+  std::vector<float> q(48), out(48);
+  const int32_t pos = 0;
+  AttnParams p{3, 2, 16, 16, 1.0f};
+  EXPECT_THROW(attention(q.data(), &pos, 1, k.r, v.r, p, out.data()), Error);  // 3 / 2 heads
+  AttnParams p2{3, 3, 16, 16, 1.0f};
+  EXPECT_THROW(attention(q.data(), &pos, 1, k.r, v.r, p2, out.data()), Error);  // Q8_0, hd 16
+}
+
+TEST(KvStore, ConvertsAndWritesOnlyTheGivenRows) {
+  std::mt19937 rng(2);
+  const int64_t width = 64;
+  auto src = test::random_floats(size_t(2 * width), rng);
+  const int32_t pos[2] = {3, 1};
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
+    Region r(t, width, 5);
+    kv_store(r.r, src.data(), pos, 2);
+    for (int64_t row : {0, 2, 4})
+      for (size_t b = 0; b < r.r.row_bytes; ++b) ASSERT_EQ(r.mem[row * r.r.row_bytes + b], 0);
+    std::vector<uint8_t> expect(r.r.row_bytes);
+    for (int tt = 0; tt < 2; ++tt) {
+      const float* s = src.data() + tt * width;
+      if (t == GgmlType::F32) std::memcpy(expect.data(), s, r.r.row_bytes);
+      if (t == GgmlType::F16)
+        for (int64_t i = 0; i < width; ++i) ((uint16_t*)expect.data())[i] = fp32_to_fp16(s[i]);
+      if (t == GgmlType::Q8_0) quantize_act_q8_0(s, (quant::block_q8_0*)expect.data(), width);
+      EXPECT_EQ(0, std::memcmp(expect.data(), r.mem.data() + pos[tt] * r.r.row_bytes, r.r.row_bytes))
+          << type_name(t) << " row " << pos[tt];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace minfer::cpu
+
+#include "backend/cpu/kernels_dot.h"
+
+namespace minfer::cpu {
+namespace {
+
+// Every ISA's softmax (the SIMD ones use a polynomial exp) against double precision: within a
+// few float ulps of each probability, over lengths that exercise vector bodies and tails.
+TEST(Softmax, EveryPathMatchesDoublePrecision) {
+  std::mt19937 rng(4);
+  for (int i = 0; i <= int(detected_isa()); ++i) {
+    const SoftmaxFn f = softmax_fn(Isa(i));
+    for (int64_t n : {1, 7, 8, 33, 1000}) {
+      auto s = test::random_floats(size_t(n), rng, 20.0f);
+      const auto s0 = s;
+      f(n, s.data(), 0.7f);
+      // The scaled scores and their differences to the max are f32 (as in ggml): emulate that,
+      // then exp and normalize in double.
+      float mx = -INFINITY;
+      for (float v : s0) mx = std::max(mx, v * 0.7f);
+      double sum = 0;
+      for (float v : s0) sum += std::exp(double(v * 0.7f - mx));
+      for (int64_t j = 0; j < n; ++j) {
+        const double e = std::exp(double(s0[j] * 0.7f - mx)) / sum;
+        ASSERT_NEAR(s[j], e, 1e-6 * e + 1e-37) << "isa " << i << " n " << n << " j " << j;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace minfer::cpu

@@ -1,0 +1,259 @@
+// matmul and get_rows against an independent reference: weights dequantized by the quant
+// module, activations rounded to the vec_dot type, dot products in double. The kernels must
+// agree up to float summation order: the tolerance is a few ulps per accumulated block of the
+// sum of |terms|, far below what one wrong quant (or a wrong scale) would change.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/act_quant.h"
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernels.h"
+#include "common/error.h"
+#include "kernels/random_weights.h"
+#include "quant/quant.h"
+
+namespace minfer::cpu {
+namespace {
+
+using test::matmul_types;
+using test::random_weights;
+
+// The activation format ggml's CPU backend uses for each weight type (ggml-cpu type traits).
+GgmlType expected_vec_dot_type(GgmlType w) {
+  switch (w) {
+    case GgmlType::F32: return GgmlType::F32;
+    case GgmlType::F16: return GgmlType::F16;
+    case GgmlType::BF16: return GgmlType::BF16;
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1: return GgmlType::Q8_1;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K: return GgmlType::Q8_K;
+    default: return GgmlType::Q8_0;
+  }
+}
+
+struct RoundedAct {
+  std::vector<float> x;       // the activation values the kernel effectively multiplies
+  std::vector<float> s_corr;  // Q8_1 only: per block, s - d*sum(q) (s is stored rounded)
+};
+
+RoundedAct round_act(GgmlType vdt, const float* x, int64_t n) {
+  RoundedAct r;
+  r.x.resize(size_t(n));
+  std::vector<uint8_t> buf(row_size(vdt, n));
+  quantize_act(vdt, x, buf.data(), n);
+  switch (vdt) {
+    case GgmlType::F32: r.x.assign(x, x + n); break;
+    case GgmlType::F16:
+      for (int64_t i = 0; i < n; ++i) r.x[i] = fp16_to_fp32(((uint16_t*)buf.data())[i]);
+      break;
+    case GgmlType::BF16:
+      for (int64_t i = 0; i < n; ++i) r.x[i] = bf16_to_fp32(((uint16_t*)buf.data())[i]);
+      break;
+    case GgmlType::Q8_0: {
+      auto* b = (quant::block_q8_0*)buf.data();
+      for (int64_t i = 0; i < n; ++i) r.x[i] = fp16_to_fp32(b[i / 32].d) * b[i / 32].qs[i % 32];
+      break;
+    }
+    case GgmlType::Q8_1: {
+      auto* b = (quant::block_q8_1*)buf.data();
+      for (int64_t j = 0; j < n / 32; ++j) {
+        const float d = fp16_to_fp32(b[j].d);
+        double sum = 0;
+        for (int i = 0; i < 32; ++i) {
+          r.x[j * 32 + i] = d * b[j].qs[i];
+          sum += double(d) * b[j].qs[i];
+        }
+        r.s_corr.push_back(float(fp16_to_fp32(b[j].s) - sum));
+      }
+      break;
+    }
+    case GgmlType::Q8_K: {
+      auto* b = (quant::block_q8_K*)buf.data();
+      for (int64_t i = 0; i < n; ++i) r.x[i] = b[i / 256].d * b[i / 256].qs[i % 256];
+      break;
+    }
+    default: ADD_FAILURE() << "unexpected vec_dot type";
+  }
+  return r;
+}
+
+// The "min" of a _1 block (second F16 field of q4_1 and q5_1).
+float block_min(GgmlType t, const uint8_t* row, int64_t b) {
+  const size_t ts = type_traits(t).type_size;
+  return fp16_to_fp32(*(const uint16_t*)(row + size_t(b) * ts + 2));
+}
+
+struct Case {
+  int64_t rows, cols, nt;
+};
+
+void check_matmul(GgmlType t, const Case& c, uint32_t seed) {
+  SCOPED_TRACE(testing::Message() << type_name(t) << " rows=" << c.rows << " cols=" << c.cols
+                                  << " nt=" << c.nt << " isa=" << isa_name(active_isa()));
+  std::mt19937 rng(seed);
+  const auto wbuf = random_weights(t, c.rows, c.cols, rng);
+  auto x = test::random_floats(size_t(c.nt * c.cols), rng);
+  x[3] = 9.5f;  // an outlier sets a block's scale
+  const auto bias = test::random_floats(size_t(c.rows), rng);
+  WeightView w{t, wbuf.data(), c.rows, c.cols, row_size(t, c.cols)};
+
+  ASSERT_EQ(vec_dot_type(t), expected_vec_dot_type(t));
+  const GgmlType vdt = expected_vec_dot_type(t);
+  std::vector<float> wd(size_t(c.rows * c.cols));
+  for (int64_t r = 0; r < c.rows; ++r)
+    quant::dequantize_row(t, wbuf.data() + r * w.row_bytes, wd.data() + r * c.cols, c.cols);
+
+  std::vector<float> y(size_t(c.nt * c.rows)), yb(y.size());
+  matmul(w, x.data(), c.nt, y.data(), nullptr);
+  matmul(w, x.data(), c.nt, yb.data(), bias.data());
+
+  const int64_t nblk = c.cols / 32 + 1;
+  for (int64_t tt = 0; tt < c.nt; ++tt) {
+    const RoundedAct a = round_act(vdt, x.data() + tt * c.cols, c.cols);
+    for (int64_t r = 0; r < c.rows; ++r) {
+      const float* wr = wd.data() + r * c.cols;
+      double ref = 0, mag = 0;
+      for (int64_t b0 = 0; b0 < c.cols; b0 += 32) {
+        // Block scales, mins and K-quant min terms can each exceed |w|: bound them by the
+        // block's largest |w| so the tolerance covers cancellation between them.
+        double bmax = 0;
+        for (int64_t i = b0; i < b0 + 32; ++i) bmax = std::max(bmax, std::fabs(double(wr[i])));
+        for (int64_t i = b0; i < b0 + 32; ++i) {
+          ref += double(wr[i]) * a.x[i];
+          mag += std::fabs(double(a.x[i])) * (std::fabs(double(wr[i])) + bmax);
+        }
+      }
+      for (size_t b = 0; b < a.s_corr.size(); ++b)
+        ref += double(block_min(t, wbuf.data() + r * w.row_bytes, int64_t(b))) * a.s_corr[b];
+      const double tol = 3e-7 * double(nblk + 8) * mag + 1e-30;
+      const float got = y[tt * c.rows + r];
+      ASSERT_NEAR(got, ref, tol) << "row " << r << " token " << tt;
+      ASSERT_NEAR(yb[tt * c.rows + r], got + bias[r], 1e-6 * (std::fabs(got) + std::fabs(bias[r])))
+          << "bias, row " << r << " token " << tt;
+    }
+  }
+}
+
+std::vector<Isa> isas() {
+  std::vector<Isa> v;
+  for (int i = 0; i <= int(detected_isa()); ++i) v.push_back(Isa(i));
+  return v;
+}
+
+class MatmulTest : public testing::TestWithParam<GgmlType> {
+ protected:
+  void TearDown() override { reset_isa(); set_threads(0); }
+};
+
+TEST_P(MatmulTest, MatchesDequantizedReferenceOnEveryIsaPath) {
+  const GgmlType t = GetParam();
+  const bool k = type_traits(t).block_size == 256;
+  const std::vector<Case> cases =
+      k ? std::vector<Case>{{1, 256, 1}, {7, 256, 3}, {33, 512, 17}, {67, 1024, 1}, {5, 256, 70}}
+        : std::vector<Case>{{1, 32, 1},   {7, 96, 3},   {33, 256, 17},
+                            {67, 896, 1}, {13, 2048, 2}, {5, 64, 70}};
+  for (Isa isa : isas()) {
+    force_isa(isa);
+    uint32_t seed = 1;
+    for (const Case& c : cases) check_matmul(t, c, seed++);
+  }
+}
+
+TEST_P(MatmulTest, SameResultWithAnyThreadCount) {
+  const GgmlType t = GetParam();
+  std::mt19937 rng(7);
+  const int64_t rows = 45, cols = 512, nt = 5;
+  const auto wbuf = random_weights(t, rows, cols, rng);
+  const auto x = test::random_floats(size_t(nt * cols), rng);
+  WeightView w{t, wbuf.data(), rows, cols, row_size(t, cols)};
+  std::vector<float> y1(size_t(rows * nt)), y2(y1.size());
+  set_threads(1);
+  matmul(w, x.data(), nt, y1.data(), nullptr);
+  set_threads(2);
+  matmul(w, x.data(), nt, y2.data(), nullptr);
+  EXPECT_EQ(y1, y2);
+}
+
+TEST_P(MatmulTest, GetRowsDequantizesTheRequestedRows) {
+  const GgmlType t = GetParam();
+  std::mt19937 rng(3);
+  const int64_t rows = 9, cols = 512;
+  const auto wbuf = random_weights(t, rows, cols, rng);
+  WeightView w{t, wbuf.data(), rows, cols, row_size(t, cols)};
+  const std::vector<int32_t> ids = {8, 0, 3, 3};
+  std::vector<float> out(ids.size() * cols), ref(cols);
+  get_rows(w, ids.data(), int64_t(ids.size()), out.data());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    quant::dequantize_row(t, wbuf.data() + ids[i] * w.row_bytes, ref.data(), cols);
+    for (int64_t j = 0; j < cols; ++j) ASSERT_EQ(out[i * cols + j], ref[j]) << i << "," << j;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest, testing::ValuesIn(matmul_types()),
+                         [](const auto& info) { return std::string(type_name(info.param)); });
+
+TEST(Matmul, RejectsTypesWithoutKernel) {
+  std::vector<uint8_t> buf(256);
+  WeightView w{GgmlType::IQ2_XXS, buf.data(), 1, 256, 66};
+  std::vector<float> x(256), y(1);
+  EXPECT_THROW(matmul(w, x.data(), 1, y.data(), nullptr), Error);
+}
+
+}  // namespace
+}  // namespace minfer::cpu
+
+namespace minfer::cpu {
+namespace {
+
+// The K-quant SIMD tiles sum integers per super-block and then take the scalar kernel's float
+// steps in the same order: their results must be bit-identical, not merely close.
+TEST(MatmulIsa, KQuantFastPathsAreBitIdenticalToScalar) {
+  for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    std::mt19937 rng(21);
+    const int64_t rows = 19, cols = 768, nt = 6;
+    const auto wbuf = random_weights(t, rows, cols, rng);
+    const auto x = test::random_floats(size_t(nt * cols), rng);
+    WeightView w{t, wbuf.data(), rows, cols, row_size(t, cols)};
+    std::vector<float> ref(size_t(rows * nt)), got(ref.size());
+    force_isa(Isa::Scalar);
+    matmul(w, x.data(), nt, ref.data(), nullptr);
+    for (int i = 1; i <= int(detected_isa()); ++i) {
+      force_isa(Isa(i));
+      matmul(w, x.data(), nt, got.data(), nullptr);
+      EXPECT_EQ(got, ref) << type_name(t) << " on " << isa_name(Isa(i));
+    }
+    reset_isa();
+  }
+}
+
+TEST(CpuFeatures, EnvironmentCapsThePath) {
+  setenv("MINFER_ISA", "scalar", 1);
+  reset_isa();
+  EXPECT_EQ(active_isa(), Isa::Scalar);
+  setenv("MINFER_ISA", "avx512", 1);  // capped at what the CPU has
+  reset_isa();
+  EXPECT_EQ(active_isa(), detected_isa());
+  setenv("MINFER_ISA", "bogus", 1);
+  reset_isa();
+  EXPECT_EQ(active_isa(), detected_isa());
+  unsetenv("MINFER_ISA");
+  reset_isa();
+  EXPECT_EQ(active_isa(), detected_isa());
+}
+
+TEST(CpuFeatures, ForcingAnUnsupportedPathFails) {
+  if (detected_isa() == Isa::Avx512) GTEST_SKIP() << "every path is supported here";
+  EXPECT_THROW(force_isa(Isa::Avx512), Error);
+}
+
+}  // namespace
+}  // namespace minfer::cpu
