@@ -1,0 +1,34 @@
+// Which decode fusion class a layer gets (design 05 §2.6). Decided at build time from
+// GraphParams, the layer's tensors and the fused kernels the backend has, never from data:
+//   FusedQKV          nt == 1, fuse_qkv, q/k/v biases, q/k/v of one type   (qwen2)
+//   QkvBiasRopeStore  as above but q/k/v of mixed types
+//   FusedQkvNorm      nt == 1, fuse_qkv, per-head q/k norms                 (qwen3)
+//   FusedFFN          nt == 1, fuse_ffn, gate/up of one type, nf <= 16384
+#pragma once
+#include <string>
+
+#include "graph/params.h"
+#include "models/hparams.h"
+#include "models/tensors.h"
+
+namespace minfer::models {
+
+// What the backend that will run the layer can do (sched::Backend::has_fused).
+struct FusedKernels {
+  bool qkv = false;
+  bool qkv_bias_rope_store = false;
+  bool qkv_norm = false;
+  bool ffn = false;
+};
+
+enum class QkvClass { Unfused, FusedQKV, QkvBiasRopeStore, FusedQkvNorm };
+
+QkvClass qkv_class(const HParams& hp, const TensorTable& t, int layer,
+                   const graph::GraphParams& p, const FusedKernels& k);
+bool fuse_ffn(const HParams& hp, const TensorTable& t, int layer, const graph::GraphParams& p,
+              const FusedKernels& k);
+
+// The design measured the single wide gate+up product slower above this width (7B, nf 18944).
+constexpr int64_t kMaxFusedFfnWidth = 16384;
+
+}  // namespace minfer::models

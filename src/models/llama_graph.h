@@ -1,0 +1,23 @@
+// The forward pass of the llama family (llama, qwen2, qwen3) written through the graph
+// builder, per the design's census (05-graph-build.md §2.5): inputs token_ids, positions,
+// [tail_ids when n_out < nt], embedding, then per layer
+//   rms_norm, matmul q/k/v, [qwen3: qk_norm q, qk_norm k], rope q, rope k, kv_store, kv_load,
+//   attn, matmul o, add, rms_norm, matmul gate, matmul up, silu, mul, matmul down, add
+// (the last layer narrows to the tail rows with two get_rows after matmul o), then the final
+// rms_norm and the lm_head matmul (token_embd.weight when the output is tied).
+// Decode graphs (nt == 1) use the fused classes of decode_fusion.h where allowed.
+#pragma once
+#include "graph/ir.h"
+#include "graph/params.h"
+#include "models/decode_fusion.h"
+#include "models/hparams.h"
+#include "models/tensors.h"
+
+namespace minfer::models {
+
+// Pure: reads only names, types and shapes of `t` (a descriptor-only table works).
+graph::ComputeGraph build_llama_graph(const HParams& hp, const TensorTable& t,
+                                      const graph::GraphParams& p,
+                                      const FusedKernels& fused = {});
+
+}  // namespace minfer::models

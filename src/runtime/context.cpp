@@ -1,0 +1,219 @@
+#include "runtime/context.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "backend/cpu/kernels.h"
+#include "common/error.h"
+#include "graph/cache.h"
+#include "graph/export.h"
+#include "graph/params.h"
+#include "models/llama_graph.h"
+#include "runtime/cpu_backend.h"
+#include "runtime/cpu_count.h"
+#include "runtime/model.h"
+#include "runtime/node_trace.h"
+#include "sched/alloc.h"
+#include "sched/assign.h"
+#include "sched/executor.h"
+#include "sched/fusion.h"
+
+namespace minfer::runtime {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// One cached graph with its schedule and buffers. Prefill and decode each have their own, so
+// that a generation alternating between them (prompt, tokens, next prompt...) rebuilds neither.
+struct Slot {
+  graph::GraphCache cache;
+  std::vector<sched::Split> splits;
+  sched::GraphAllocator alloc;
+};
+
+}  // namespace
+
+struct Context::Impl {
+  explicit Impl(GgmlType kv_type) : kv(kv_type) {}
+
+  CpuBackend cpu;
+  std::vector<sched::Backend*> backends{&cpu};
+  sched::Executor exec{backends};
+  sched::KvStore kv;
+  Slot slots[2];
+  graph::CParams cparams;
+  int n_threads = 1;
+  std::vector<float> logits;
+  NodeObserver observer;
+  std::unique_ptr<NodeTrace> trace;
+  uint64_t step = 0;
+};
+
+Context::Context(const Model& model, ContextParams params)
+    : model_(model), params_(params), impl_(std::make_unique<Impl>(params.kv_type)) {
+  const models::HParams& hp = model.hparams();
+  if (params_.n_ctx < 0) fail("context size must be positive, got {}", params_.n_ctx);
+  if (params_.n_ctx == 0) params_.n_ctx = std::min<int64_t>(hp.n_ctx_train, 4096);
+  if (params_.n_threads < 0) fail("thread count must be positive, got {}", params_.n_threads);
+  impl_->n_threads = params_.n_threads > 0 ? params_.n_threads : usable_physical_cores();
+
+  graph::CParams cp;
+  cp.n_ctx = params_.n_ctx;
+  cp.kv_type = params_.kv_type;
+  cp.fuse_qkv = params_.fuse_qkv;
+  cp.fuse_ffn = params_.fuse_ffn;
+  cp.backends = {impl_->cpu.name()};
+  impl_->cparams = graph::CParams::from_env(cp);
+  params_.fuse_qkv = impl_->cparams.fuse_qkv;
+  params_.fuse_ffn = impl_->cparams.fuse_ffn;
+  // Attention reads the cache per head, so each head's row must be whole Q8_0 blocks.
+  if (params_.kv_type == GgmlType::Q8_0 && (hp.head_dim % 32 != 0 || hp.head_dim_v % 32 != 0)) {
+    fail("KV cache type q8_0 needs head sizes that are multiples of 32 (this model: {} and {})",
+         hp.head_dim, hp.head_dim_v);
+  }
+  impl_->trace = NodeTrace::from_env();
+}
+
+Context::~Context() = default;
+
+int64_t Context::n_ctx() const { return params_.n_ctx; }
+int64_t Context::n_vocab() const { return model_.n_vocab(); }
+
+void Context::set_observer(NodeObserver obs) { impl_->observer = std::move(obs); }
+
+void Context::truncate(int64_t n) { n_past_ = std::clamp<int64_t>(n, 0, n_past_); }
+
+// Returns the slot holding the scheduled graph for this batch shape, building it on a miss.
+static Slot& prepare(Context::Impl& im, const Model& model, Stats& stats, int64_t nt,
+                     int64_t n_out) {
+  graph::GraphParams gp;
+  gp.n_tokens = nt;
+  gp.n_out = n_out;
+  gp.gtype = nt == 1 ? graph::GraphType::Decode : graph::GraphType::Prefill;
+  gp.cparams = im.cparams;
+  Slot& s = im.slots[nt == 1 ? 1 : 0];
+  models::FusedKernels fk;
+  fk.qkv = im.cpu.has_fused(sched::FusedKind::FusedQKV);
+  fk.qkv_bias_rope_store = im.cpu.has_fused(sched::FusedKind::QkvBiasRopeStore);
+  fk.qkv_norm = im.cpu.has_fused(sched::FusedKind::FusedQkvNorm);
+  fk.ffn = im.cpu.has_fused(sched::FusedKind::FusedFFN);
+  auto build = [&] {
+    graph::ComputeGraph g = models::build_llama_graph(model.hparams(), model.tensors(), gp, fk);
+    sched::assign_backends(g, im.backends);
+    sched::FusionPass::run(g, im.backends);
+    return g;
+  };
+  if (s.cache.try_reuse(gp)) {
+#ifndef NDEBUG
+    // The tripwire of the reuse invariant: equal params must mean an identical graph.
+    graph::GraphCache::verify_structural(s.cache.graph(), build());
+#endif
+    ++stats.graph_reuses;
+    return s;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  graph::ComputeGraph g = build();
+  s.splits = sched::make_splits(g);
+  s.alloc.allocate(g, s.splits, int(im.backends.size()));
+  im.kv.ensure(g);
+  s.cache.replace(std::move(g), gp);
+  ++stats.graphs_built;
+  stats.t_build_ms += ms_since(t0);
+  return s;
+}
+
+const graph::ComputeGraph& Context::graph_for(int64_t n_tokens, int64_t n_out) {
+  if (n_tokens <= 0 || n_out <= 0 || n_out > n_tokens) {
+    fail("graph_for: need 1 <= n_out ({}) <= n_tokens ({})", n_out, n_tokens);
+  }
+  return prepare(*impl_, model_, stats_, n_tokens, n_out).cache.graph();
+}
+
+std::string Context::graph_json(int64_t n_tokens, int64_t n_out) {
+  const graph::ComputeGraph& g = graph_for(n_tokens, n_out);
+  Slot& s = impl_->slots[n_tokens == 1 ? 1 : 0];
+  graph::ExportInfo info;
+  info.params = s.cache.params();
+  info.backend_names = {impl_->cpu.name()};
+  info.buffers = s.alloc.buffer_info();
+  return graph::to_json(g, info);
+}
+
+std::string Context::graph_dot(int64_t n_tokens, int64_t n_out) {
+  const graph::ComputeGraph& g = graph_for(n_tokens, n_out);
+  Slot& s = impl_->slots[n_tokens == 1 ? 1 : 0];
+  graph::ExportInfo info;
+  info.params = s.cache.params();
+  info.backend_names = {impl_->cpu.name()};
+  info.buffers = s.alloc.buffer_info();
+  return graph::to_dot(g, info);
+}
+
+std::span<const float> Context::decode(std::span<const int32_t> tokens, int64_t n_out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t nt = int64_t(tokens.size());
+  if (nt == 0) fail("decode: no tokens");
+  if (n_out < 1 || n_out > nt) fail("decode: n_out = {} must be in [1, {}]", n_out, nt);
+  if (n_past_ + nt > params_.n_ctx) {
+    fail("the context is full: {} tokens already in the context + {} new > context size {}",
+         n_past_, nt, params_.n_ctx);
+  }
+  const int64_t n_vocab = model_.n_vocab();
+  for (int32_t id : tokens) {
+    if (id < 0 || id >= n_vocab) fail("token id {} is out of range [0, {})", id, n_vocab);
+  }
+
+  Impl& im = *impl_;
+  cpu::set_threads(im.n_threads);
+  const uint64_t reuses_before = stats_.graph_reuses;
+  Slot& s = prepare(im, model_, stats_, nt, n_out);
+  const graph::ComputeGraph& g = s.cache.graph();
+
+  for (graph::NodeId id : g.inputs) {
+    const std::string& name = g.nodes[size_t(id)].name;
+    std::span<int32_t> buf = s.alloc.input_i32(id);
+    if (name == "token_ids") {
+      std::copy(tokens.begin(), tokens.end(), buf.begin());
+    } else if (name == "positions") {
+      for (int64_t i = 0; i < nt; ++i) buf[size_t(i)] = int32_t(n_past_ + i);
+    } else if (name == "tail_ids") {
+      for (int64_t i = 0; i < n_out; ++i) buf[size_t(i)] = int32_t(nt - n_out + i);
+    } else {
+      fail("decode: graph input '{}' is unknown to the runtime", name);
+    }
+  }
+
+  if (im.observer || im.trace) {
+    if (im.trace) {
+      im.trace->begin_step(im.step, g.uid, stats_.graph_reuses > reuses_before,
+                           stats_.graphs_built, stats_.graph_reuses, s.cache.params()->to_string());
+    }
+    im.exec.set_observer([&im](const sched::NodeEvent& e) {
+      if (im.trace) im.trace->record(e);
+      if (im.observer) {
+        const bool f32 = e.node->dtype == graph::DType::F32 && e.data != nullptr;
+        im.observer(*e.node, f32 ? static_cast<const float*>(e.data) : nullptr,
+                    f32 ? e.bytes / sizeof(float) : 0, e.ms);
+      }
+    });
+  } else {
+    im.exec.set_observer(nullptr);
+  }
+  im.exec.run(g, s.splits, s.alloc, model_.weights(), im.kv);
+  ++im.step;
+
+  std::span<const float> out = s.alloc.tensor_f32(g.outputs.at(0));
+  if (int64_t(out.size()) != n_out * n_vocab) {
+    fail("decode: logits have {} values, expected {} x {}", out.size(), n_out, n_vocab);
+  }
+  im.logits.assign(out.begin(), out.end());
+  n_past_ += nt;
+  stats_.tokens_evaluated += uint64_t(nt);
+  ++stats_.decode_calls;
+  stats_.t_eval_ms += ms_since(t0);
+  return im.logits;
+}
+
+}  // namespace minfer::runtime

@@ -1,0 +1,26 @@
+// The CPU Backend: maps every graph op to the kernels of backend/cpu/kernels.h. It holds no
+// weights itself (they stay in the GGUF mapping, reached through TensorMap::weight) and has
+// every fused kernel: the decode fusions are compositions of the same kernels, so a fused
+// graph computes exactly what the unfused one does.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "sched/backend.h"
+
+namespace minfer::runtime {
+
+class CpuBackend final : public sched::Backend {
+ public:
+  const std::string& name() const override { return name_; }
+  bool supports(const graph::CNode& node) const override;
+  bool has_fused(sched::FusedKind kind) const override { return true; }
+  bool holds_weight(const std::string& name) const override { return true; }
+  void compute(const graph::CNode& node, sched::TensorMap& tensors) override;
+
+ private:
+  std::string name_ = "CPU";
+  std::vector<float> scratch_k_, scratch_v_, scratch_u_;  // fused ops' intermediates
+};
+
+}  // namespace minfer::runtime

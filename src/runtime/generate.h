@@ -1,0 +1,55 @@
+// The generation loop shared by `run`, `chat` and the server: prefill the prompt (in batches,
+// appended at the context's current position), then sample, detokenize UTF-8-safely, match
+// stop strings on the byte stream and stream text out, until a stop condition.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace minfer::tok {
+class Tokenizer;
+}
+
+namespace minfer::runtime {
+
+class Context;
+class Sampler;
+
+enum class StopReason { Eog, StopString, Length, ContextFull, Interrupted };
+const char* stop_reason_name(StopReason r);
+
+struct GenerateOptions {
+  int64_t n_predict = -1;              // -1: until end of generation or a full context
+  std::vector<std::string> stop;       // stop strings (never printed)
+  bool ignore_eog = false;             // keep going past end-of-generation tokens
+  bool render_special = false;         // print control tokens' text (llama-cli --special)
+  // llama_detokenize drops the first token's leading space for SPM vocabularies that add a
+  // space prefix: "The sun" continues as "was shining", as llama.cpp's reference text has it.
+  bool strip_leading_space = false;
+  int64_t n_batch = 512;               // prompt tokens per decode call
+  std::function<void(double)> prefill_progress;  // 0..1 over the prompt
+  const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT) to stop early
+};
+
+struct GenerateResult {
+  std::string text;                 // everything passed to on_text
+  std::vector<int32_t> tokens;      // every sampled token, the final one (EOG, ...) included
+  int64_t n_tokens_in_kv = 0;       // how many of `tokens` were decoded into the context
+  StopReason reason = StopReason::Length;
+  int64_t n_prompt = 0;
+  double t_prompt_ms = 0;           // prefill
+  double t_gen_ms = 0;              // sampling + decoding of generated tokens
+  int64_t n_gen_evals = 0;          // decode calls for generated tokens
+};
+
+// Prefills `prompt` (must not be empty: its last logits seed the first sample), then generates.
+// Error "prompt is N tokens, ..." when it does not fit the context with room for one more.
+GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sampler,
+                        std::span<const int32_t> prompt, const GenerateOptions& opts,
+                        const std::function<void(std::string_view)>& on_text);
+
+}  // namespace minfer::runtime

@@ -1,0 +1,61 @@
+// A loaded model: the GGUF file (weights stay in its read-only mapping, zero copy), the
+// tokenizer, the hyperparameters, and the weight store the graph executor resolves names in.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "models/hparams.h"
+#include "models/tensors.h"
+#include "sched/backend.h"
+
+namespace minfer::gguf {
+class File;
+}
+namespace minfer::tok {
+class Tokenizer;
+}
+
+namespace minfer::runtime {
+
+struct LoadOptions {
+  bool verbose = false;                    // one summary line on stderr
+  std::function<void(double)> progress;   // 0..1
+};
+
+// Name -> WeightRef over a TensorTable (the GGUF mapping).
+class ModelWeights final : public sched::WeightStore {
+ public:
+  explicit ModelWeights(const models::TensorTable& t);
+  const sched::WeightRef* find(const std::string& name) const override;
+
+ private:
+  std::unordered_map<std::string, sched::WeightRef> refs_;
+};
+
+class Model {
+ public:
+  // Errors name the file: not a GGUF, unsupported architecture, missing/ill-shaped tensor.
+  static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& opts = {});
+  ~Model();
+
+  const gguf::File& file() const { return *file_; }
+  const tok::Tokenizer& tokenizer() const { return *tok_; }
+  const models::HParams& hparams() const { return hp_; }
+  const models::TensorTable& tensors() const { return tensors_; }
+  const ModelWeights& weights() const { return *weights_; }
+  std::string arch() const { return models::arch_name(hp_.arch); }
+  int64_t n_vocab() const { return hp_.n_vocab; }
+  int64_t n_ctx_train() const { return hp_.n_ctx_train; }
+
+ private:
+  Model() = default;
+  std::unique_ptr<gguf::File> file_;
+  std::unique_ptr<tok::Tokenizer> tok_;
+  models::HParams hp_;
+  models::TensorTable tensors_;
+  std::unique_ptr<ModelWeights> weights_;
+};
+
+}  // namespace minfer::runtime

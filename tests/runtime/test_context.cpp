@@ -1,0 +1,253 @@
+// Context behaviour: fused == unfused decode, the n_out tail equals the full graph's last row,
+// graph reuse over a generation, KV surviving graph rebuilds, n_ctx limits, truncate, traces.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/test_data.h"
+#include "graph/ir.h"
+#include "runtime/context.h"
+#include "runtime/model.h"
+
+using namespace minfer;
+
+namespace {
+
+const runtime::Model& model(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<runtime::Model>> cache;
+  auto& m = cache[name];
+  if (!m) m = runtime::Model::load(test::shared_path("models/" + name));
+  return *m;
+}
+
+std::vector<float> run(runtime::Context& ctx, const std::vector<int32_t>& ids, int64_t n_out = 1) {
+  auto s = ctx.decode(ids, n_out);
+  return {s.begin(), s.end()};
+}
+
+int count_op(const graph::ComputeGraph& g, const std::string& op) {
+  int n = 0;
+  for (const auto& node : g.nodes) n += graph::op_name(node.op) == op;
+  return n;
+}
+
+float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float d = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
+}
+
+const std::vector<int32_t> kQwenPrompt = {12522, 5193, 264, 882, 11, 1052, 572};
+
+}  // namespace
+
+class FusedDecode : public ::testing::TestWithParam<const char*> {};
+
+// Fused decode nodes compose the same kernels as the unfused ones: the logits must be equal.
+TEST_P(FusedDecode, MatchesUnfused) {
+  MINFER_REQUIRE_SHARED();
+  const runtime::Model& m = model(GetParam());
+  runtime::ContextParams on, off;
+  off.fuse_qkv = off.fuse_ffn = false;
+  runtime::Context a(m, on), b(m, off);
+  const auto& ga = a.graph_for(1, 1);
+  const auto& gb = b.graph_for(1, 1);
+  const int n_layer = int(m.hparams().n_layer);
+  if (m.hparams().qk_norm) {
+    EXPECT_EQ(count_op(ga, "FusedQkvNorm"), n_layer);
+  } else {
+    EXPECT_EQ(count_op(ga, "FusedQKV"), n_layer);
+  }
+  EXPECT_EQ(count_op(ga, "FusedFFN"), n_layer);
+  EXPECT_EQ(count_op(gb, "FusedQKV") + count_op(gb, "FusedQkvNorm") + count_op(gb, "FusedFFN"), 0);
+  EXPECT_EQ(count_op(gb, "SwiGLU"), n_layer);  // FusionPass ran on the unfused graph
+
+  EXPECT_EQ(run(a, kQwenPrompt), run(b, kQwenPrompt));  // prefill: the same graph
+  int32_t tok = 15540;
+  for (int step = 0; step < 4; ++step) {
+    std::vector<float> la = run(a, {tok}), lb = run(b, {tok});
+    ASSERT_EQ(max_diff(la, lb), 0.0f) << "decode step " << step;
+    tok = int32_t(std::max_element(la.begin(), la.end()) - la.begin());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Qwen, FusedDecode,
+                         ::testing::Values("tiny-qwen2-q8_0.gguf", "tiny-qwen3-q4_0.gguf"));
+
+TEST(Context, TailRowsEqualFullGraphLastRow) {
+  MINFER_REQUIRE_SHARED();
+  for (const char* name : {"stories260K.gguf", "tiny-qwen2-q8_0.gguf"}) {
+    const runtime::Model& m = model(name);
+    const std::vector<int32_t> ids = std::string(name).find("qwen") != std::string::npos
+                                         ? kQwenPrompt
+                                         : std::vector<int32_t>{1, 403, 407, 261, 500, 271, 312};
+    runtime::Context tail(m), full(m);
+    const std::vector<float> lt = run(tail, ids, 1);
+    const std::vector<float> lf = run(full, ids, int64_t(ids.size()));
+    const size_t nv = size_t(m.n_vocab());
+    const std::vector<float> last(lf.end() - ptrdiff_t(nv), lf.end());
+    EXPECT_LE(max_diff(lt, last), 1e-5f) << name;
+    EXPECT_EQ(count_op(tail.graph_for(int64_t(ids.size()), 1), "GetRows"), 2);
+  }
+}
+
+TEST(Context, GraphReuseOverFiftyTokens) {
+  MINFER_REQUIRE_SHARED();
+  runtime::Context ctx(model("stories260K.gguf"));
+  std::vector<float> l = run(ctx, {1, 403, 407, 261, 500});
+  for (int i = 0; i < 50; ++i) {
+    const int32_t tok = int32_t(std::max_element(l.begin(), l.end()) - l.begin());
+    l = run(ctx, {tok});
+  }
+  EXPECT_EQ(ctx.stats().graphs_built, 2u);   // the prefill graph and the decode graph
+  EXPECT_EQ(ctx.stats().graph_reuses, 49u);  // every decode step after the first
+  EXPECT_EQ(ctx.stats().tokens_evaluated, 55u);
+  EXPECT_EQ(ctx.n_past(), 55);
+}
+
+// A different batch shape rebuilds the prefill graph and re-plans its buffers; the KV cache
+// is owned by the context and must come through intact.
+TEST(Context, KvSurvivesRebuild) {
+  MINFER_REQUIRE_SHARED();
+  const runtime::Model& m = model("tiny-qwen2-q8_0.gguf");
+  runtime::Context split(m), whole(m);
+  run(split, {kQwenPrompt.begin(), kQwenPrompt.begin() + 4});
+  run(split, {kQwenPrompt.begin() + 4, kQwenPrompt.end()});  // 3 tokens: a new graph
+  EXPECT_EQ(split.stats().graphs_built, 2u);
+  run(whole, kQwenPrompt);
+  EXPECT_LE(max_diff(run(split, {15540}), run(whole, {15540})), 1e-4f);
+}
+
+TEST(Context, TruncateForgetsTheTail) {
+  MINFER_REQUIRE_SHARED();
+  const runtime::Model& m = model("stories260K.gguf");
+  runtime::Context ctx(m);
+  const std::vector<int32_t> a = {1, 403, 407, 261, 500}, b = {1, 403, 407, 300, 301};
+  run(ctx, a);
+  ctx.truncate(3);
+  EXPECT_EQ(ctx.n_past(), 3);
+  const std::vector<float> l1 = run(ctx, {b[3], b[4]});
+  runtime::Context fresh(m);
+  const std::vector<float> l2 = run(fresh, b);
+  EXPECT_LE(max_diff(l1, l2), 1e-5f);
+}
+
+TEST(Context, PromptLongerThanContextIsAnError) {
+  MINFER_REQUIRE_SHARED();
+  runtime::ContextParams cp;
+  cp.n_ctx = 8;
+  runtime::Context ctx(model("stories260K.gguf"), cp);
+  std::vector<int32_t> nine(9, 1);
+  EXPECT_THROW(ctx.decode(nine), Error);
+  EXPECT_EQ(ctx.n_past(), 0);
+  run(ctx, {1, 2, 3, 4, 5});
+  EXPECT_THROW(ctx.decode(std::vector<int32_t>{6, 7, 8, 9}), Error);
+  run(ctx, {6, 7, 8});  // exactly full
+  EXPECT_EQ(ctx.n_past(), 8);
+  EXPECT_THROW(ctx.decode(std::vector<int32_t>{1}), Error);
+}
+
+TEST(Context, BadInputsAreErrors) {
+  MINFER_REQUIRE_SHARED();
+  runtime::Context ctx(model("stories260K.gguf"));
+  EXPECT_THROW(ctx.decode(std::vector<int32_t>{}), Error);
+  EXPECT_THROW(ctx.decode(std::vector<int32_t>{512}), Error);  // vocab is 512
+  EXPECT_THROW(ctx.decode(std::vector<int32_t>{-1}), Error);
+  EXPECT_THROW(ctx.decode(std::vector<int32_t>{1, 2}, 3), Error);
+  runtime::ContextParams cp;
+  cp.kv_type = GgmlType::Q8_0;
+  EXPECT_NO_THROW(runtime::Context(model("tiny-qwen2-q8_0.gguf"), cp));  // heads of 32
+  EXPECT_THROW(runtime::Context(model("stories260K.gguf"), cp), Error);  // heads of 8
+}
+
+// F16 and Q8_0 KV caches stay close to the F32 one (README: an F16 KV cache moves F32
+// models by up to ~0.036 nats in llama.cpp; the quantized models by up to ~0.3).
+TEST(Context, ReducedPrecisionKvCaches) {
+  MINFER_REQUIRE_SHARED();
+  struct Case {
+    const char* model;
+    std::vector<int32_t> ids;
+    GgmlType kv;
+    float tol;
+  };
+  const std::vector<int32_t> stories = {1, 291, 410, 456, 425, 417, 340, 268, 420, 327, 416, 272, 414, 444};
+  for (const Case& c : {Case{"stories260K.gguf", stories, GgmlType::F16, 0.05f},
+                        Case{"tiny-qwen2-q8_0.gguf", kQwenPrompt, GgmlType::F16, 0.3f},
+                        Case{"tiny-qwen2-q8_0.gguf", kQwenPrompt, GgmlType::Q8_0, 0.5f}}) {
+    const runtime::Model& m = model(c.model);
+    runtime::Context ref(m);
+    const int64_t nt = int64_t(c.ids.size());
+    const std::vector<float> l32 = run(ref, c.ids, nt);
+    runtime::ContextParams cp;
+    cp.kv_type = c.kv;
+    runtime::Context ctx(m, cp);
+    const std::vector<float> l = run(ctx, c.ids, nt);
+    const float d = max_diff(l, l32);
+    EXPECT_GT(d, 0.0f) << c.model << " " << type_name(c.kv);  // really stored rounded
+    EXPECT_LT(d, c.tol) << c.model << " " << type_name(c.kv);
+  }
+}
+
+TEST(Context, TraceWritesOneLinePerExecutedNode) {
+  MINFER_REQUIRE_SHARED();
+  const auto dir = std::filesystem::temp_directory_path() / ("minfer_trace_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string trace = (dir / "trace.jsonl").string();
+  const std::string dump = (dir / "dump").string();
+  ::setenv("MINFER_TRACE", trace.c_str(), 1);
+  ::setenv("MINFER_GRAPH_DUMP", dump.c_str(), 1);
+  size_t observed = 0;
+  {
+    runtime::Context ctx(model("stories260K.gguf"));
+    ::unsetenv("MINFER_TRACE");
+    ::unsetenv("MINFER_GRAPH_DUMP");
+    ctx.set_observer([&](const graph::CNode&, const float*, size_t, double) { ++observed; });
+    run(ctx, {1, 403, 407});
+    run(ctx, {261});
+  }
+  std::ifstream in(trace);
+  std::string line;
+  size_t lines = 0;
+  bool saw_lm_head = false;
+  size_t graph_lines = 0;
+  while (std::getline(in, line)) {
+    if (line.find("\"event\":\"graph\"") != std::string::npos) {
+      // Step 0 builds the prefill graph, step 1 builds the decode graph.
+      EXPECT_NE(line.find("\"reused\":false"), std::string::npos) << line;
+      ++graph_lines;
+      continue;
+    }
+    ++lines;
+    EXPECT_NE(line.find("\"step\":"), std::string::npos);
+    EXPECT_NE(line.find("\"backend\":\"CPU\""), std::string::npos);
+    if (line.find("\"name\":\"matmul_output.weight\"") != std::string::npos) {
+      saw_lm_head = true;
+      EXPECT_NE(line.find("\"rms\":"), std::string::npos) << line;
+      EXPECT_NE(line.find("\"nan\":0"), std::string::npos) << line;
+    }
+  }
+  EXPECT_TRUE(saw_lm_head);
+  EXPECT_EQ(graph_lines, 2u);
+  EXPECT_EQ(lines, observed);
+  EXPECT_GT(lines, 0u);
+  // The lm_head output of step 1 has one row of 512 floats.
+  bool found = false;
+  for (const auto& e : std::filesystem::directory_iterator(dump + "/step0001")) {
+    if (e.path().filename().string().find("matmul_output.weight") != std::string::npos) {
+      EXPECT_EQ(std::filesystem::file_size(e.path()), 512u * 4);
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_TRUE(std::filesystem::exists(dump + "/index.jsonl"));
+  std::filesystem::remove_all(dir);
+}
