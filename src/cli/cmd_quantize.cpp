@@ -1,0 +1,54 @@
+// `minfer quantize IN.gguf OUT.gguf TYPE [--threads N]`: llama-quantize's job (same mixes,
+// same bytes), with a progress bar on a terminal and a size summary at the end.
+#include <cstdio>
+#include <string>
+
+#include "cli/command.h"
+#include "cli/progress.h"
+#include "common/error.h"
+#include "tools/quantize.h"
+#include "tools/quantize_rules.h"
+
+namespace {
+
+using namespace minfer;
+
+double mib(uint64_t b) { return double(b) / (1024.0 * 1024.0); }
+
+int run_quantize(int argc, char** argv) {
+  std::string types;
+  for (std::string_view n : tools::ftype_names())
+    types += std::string(types.empty() ? "" : ", ") + std::string(n);
+  CLI::App app{"Quantize a GGUF model with llama-quantize's per-tensor rules.\nTYPE: " + types,
+               "minfer quantize"};
+  std::string in, out, type;
+  int threads = 0;
+  bool quiet = false;
+  app.add_option("input", in, "input model (.gguf)")->required();
+  app.add_option("output", out, "output model (.gguf)")->required();
+  app.add_option("type", type, "target type, e.g. Q4_K_M, Q8_0")->required();
+  app.add_option("-t,--threads", threads, "threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("-q,--quiet", quiet, "no progress bar");
+  cli::parse(app, argc, argv);
+  if (!tools::find_ftype(type)) fail("unknown type '{}': expected one of {}", type, types);
+  if (in == out) fail("output {} would overwrite the input", out);
+
+  cli::Progress bar("quantizing", !quiet);
+  const tools::QuantizeReport r = tools::quantize_model(
+      in, out, type, threads,
+      [&](int done, int total, const std::string&) { bar.update(double(done) / total); });
+  bar.finish();
+
+  std::fprintf(stderr, "%s: %d tensors, %d converted", out.c_str(), r.n_tensors, r.n_converted);
+  if (r.n_fallback > 0)
+    std::fprintf(stderr, ", %d with fallback types (rows not divisible by 256)", r.n_fallback);
+  std::fprintf(stderr, "\nmodel size: %.2f MiB -> %.2f MiB (tensors %.2f MiB -> %.2f MiB)\n",
+               mib(r.file_bytes_in), mib(r.file_bytes_out), mib(r.bytes_in), mib(r.bytes_out));
+  return 0;
+}
+
+}  // namespace
+
+MINFER_COMMAND(quantize, "convert a model's weights to another format (Q4_K_M, Q8_0, ...)",
+               run_quantize);

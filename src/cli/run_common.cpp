@@ -1,0 +1,215 @@
+#include "cli/run_common.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "chat/template.h"
+#include "cli/progress.h"
+#include "common/error.h"
+#include "gguf/gguf.h"
+#include "runtime/cpu_count.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::cli {
+
+// ---- Log ----
+
+void Log::open_file(const std::string& path) {
+  file_ = std::fopen(path.c_str(), "a");
+  if (!file_) fail("{}: cannot open the log file for writing", path);
+}
+
+Log::~Log() {
+  if (file_) std::fclose(file_);
+}
+
+void Log::line(const std::string& s, bool to_stderr) {
+  if (to_stderr) std::fprintf(stderr, "%s\n", s.c_str());
+  if (file_) {
+    std::fprintf(file_, "%s\n", s.c_str());
+    std::fflush(file_);
+  }
+}
+
+// ---- flags ----
+
+void GenFlags::add_to(CLI::App& app) {
+  app.add_option("-n,--n-predict", n_predict, "tokens to generate (-1 = until end or full context)")
+      ->capture_default_str();
+  app.add_option("-c,--ctx-size", n_ctx,
+                 "context size in tokens (0 = the model's, capped at 4096 and by memory)")
+      ->capture_default_str();
+  app.add_option("-t,--threads", threads, "threads (0 = the physical cores usable)")
+      ->capture_default_str();
+  app.add_option("-s,--seed", seed, "sampling seed (default: random)");
+  app.add_option("--temp", temp, "temperature (0 = greedy)")->capture_default_str();
+  app.add_option("--top-k", top_k, "top-k (0 = off)")->capture_default_str();
+  app.add_option("--top-p", top_p, "top-p (1 = off)")->capture_default_str();
+  app.add_option("--min-p", min_p, "min-p (0 = off)")->capture_default_str();
+  app.add_option("--repeat-penalty", repeat_penalty, "repeat penalty (1 = off)")
+      ->capture_default_str();
+  app.add_option("--repeat-last-n", repeat_last_n, "tokens the penalties look back (0 = off, -1 = all)")
+      ->capture_default_str();
+  app.add_option("--frequency-penalty", frequency_penalty, "frequency penalty")->capture_default_str();
+  app.add_option("--presence-penalty", presence_penalty, "presence penalty")->capture_default_str();
+  app.add_option("--stop", stop, "stop string (repeatable); never printed")
+      ->allow_extra_args(false)
+      ->take_all();
+  app.add_option("--kv-type", kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
+  app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
+  app.add_flag("--no-template", no_template, "raw completion: do not apply the chat template");
+  app.add_option("--system", system, "system message (with a chat template)");
+  app.add_option("--chat-template-file", chat_template_file, "Jinja chat template to use instead of the model's");
+  app.add_flag("--verbose", verbose, "print model and context details on stderr");
+  app.add_flag("-q,--quiet", quiet, "print nothing but the generated text (no timings)");
+  app.add_option("--log-file", log_file, "also append the stderr messages to FILE");
+}
+
+void GenFlags::validate() const {
+  if (n_predict < -1) fail("-n {}: must be -1 (no limit) or >= 0", n_predict);
+  if (n_predict > (int64_t(1) << 24)) fail("-n {}: absurdly large", n_predict);
+  if (n_ctx < 0) fail("-c {}: the context size must be > 0", n_ctx);
+  if (n_ctx > (int64_t(1) << 20)) fail("-c {}: larger than 1048576 tokens", n_ctx);
+  if (threads < 0) fail("-t {}: the thread count must be > 0", threads);
+  if (threads > 1024) fail("-t {}: more than 1024 threads", threads);
+  parse_kv_type(kv_type);
+  sampler_params().validate();
+}
+
+runtime::SamplerParams GenFlags::sampler_params() const {
+  runtime::SamplerParams p;
+  p.temp = temp;
+  p.top_k = top_k;
+  p.top_p = top_p;
+  p.min_p = min_p;
+  p.repeat_penalty = repeat_penalty;
+  p.repeat_last_n = repeat_last_n;
+  p.frequency_penalty = frequency_penalty;
+  p.presence_penalty = presence_penalty;
+  p.seed = seed ? *seed : runtime::random_seed();
+  return p;
+}
+
+GgmlType parse_kv_type(const std::string& s) {
+  auto t = type_from_name(s);
+  if (!t || (*t != GgmlType::F32 && *t != GgmlType::F16 && *t != GgmlType::Q8_0))
+    fail("--kv-type {}: must be f32, f16 or q8_0", s);
+  return *t;
+}
+
+// ---- model ----
+
+Loaded load_model(const std::string& path, Log& log) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) fail("{}: no such file", path);
+  if (fs::is_directory(path, ec)) fail("{}: is a directory, not a GGUF file", path);
+  Loaded l;
+  const auto t0 = std::chrono::steady_clock::now();
+  Progress bar("loading", !log.quiet);
+  runtime::LoadOptions lo;
+  lo.verbose = log.verbose && !log.quiet;
+  lo.progress = [&](double f) { bar.update(f); };
+  try {
+    l.model = runtime::Model::load(path, lo);
+  } catch (const Error& e) {
+    // Every load failure names the file, whatever layer raised it.
+    const std::string msg = e.what();
+    if (msg.find(path) != std::string::npos) throw;
+    fail("{}: {}", path, msg);
+  }
+  bar.finish();
+  l.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const auto& hp = l.model->hparams();
+  log.detail("model: {} ({}), {} layers, n_embd {}, heads {}/{}, vocab {}, trained context {}",
+             path, l.model->arch(), hp.n_layer, hp.n_embd, hp.n_head, hp.n_head_kv, hp.n_vocab,
+             hp.n_ctx_train);
+  return l;
+}
+
+int64_t choose_n_ctx(const runtime::Model& m, int64_t requested, GgmlType kv_type) {
+  const auto& hp = m.hparams();
+  if (requested > 0) {
+    if (hp.n_ctx_train > 0 && requested > hp.n_ctx_train)
+      std::fprintf(stderr, "warning: -c %lld is beyond the model's trained context (%lld): expect "
+                   "degraded output past it\n", (long long)requested, (long long)hp.n_ctx_train);
+    return requested;
+  }
+  int64_t n = hp.n_ctx_train > 0 ? std::min<int64_t>(hp.n_ctx_train, 4096) : 4096;
+  const double per_token = double(hp.n_layer) * double(hp.n_embd_k() + hp.n_embd_v()) *
+                           double(type_traits(kv_type).type_size) /
+                           double(type_traits(kv_type).block_size);
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0 && per_token > 0) {
+    const double budget = double(pages) * double(page) / 4;
+    n = std::min<int64_t>(n, std::max<int64_t>(256, int64_t(budget / per_token)));
+  }
+  return n;
+}
+
+runtime::ContextParams context_params(const runtime::Model& m, const GenFlags& f) {
+  runtime::ContextParams cp;
+  cp.kv_type = parse_kv_type(f.kv_type);
+  cp.n_ctx = choose_n_ctx(m, f.n_ctx, cp.kv_type);
+  cp.n_threads = f.threads > 0 ? f.threads : runtime::usable_physical_cores();
+  return cp;
+}
+
+// ---- prompts ----
+
+std::string read_text_file(const std::string& path, const char* what) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail("{}: no such {} file", path, what);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot read the {} file", path, what);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::optional<std::string> chat_template(const runtime::Model& m, const std::string& file) {
+  if (!file.empty()) return read_text_file(file, "chat template");
+  return m.tokenizer().chat_template();
+}
+
+std::string render_chat(const runtime::Model& m, const std::string& tmpl,
+                        const std::string& messages_json, bool add_generation_prompt) {
+  const auto& tok = m.tokenizer();
+  const std::string bos = tok.bos() >= 0 ? tok.token_text(tok.bos()) : std::string();
+  const std::string eos = tok.eos() >= 0 ? tok.token_text(tok.eos()) : std::string();
+  return chat::apply_template(tmpl, nlohmann::ordered_json::parse(messages_json),
+                              add_generation_prompt, bos, eos);
+}
+
+std::vector<int32_t> tokenize_prompt(const runtime::Model& m, const std::string& text,
+                                     bool allow_bos) {
+  const auto& tok = m.tokenizer();
+  bool add_special = allow_bos && tok.add_bos();
+  if (add_special && tok.bos() >= 0 && text.starts_with(tok.token_text(tok.bos())))
+    add_special = false;
+  return tok.encode(text, add_special, /*parse_special=*/true);
+}
+
+void print_timings(Log& log, double load_ms, const runtime::GenerateResult& r) {
+  auto per = [](double ms, int64_t n) {
+    return n > 0 ? fmt::format("({:8.2f} ms per token, {:8.2f} tokens per second)", ms / double(n),
+                               ms > 0 ? 1000.0 * double(n) / ms : 0.0)
+                 : std::string();
+  };
+  if (load_ms >= 0) log.info("minfer:        load time = {:10.2f} ms", load_ms);
+  log.info("minfer: prompt eval time = {:10.2f} ms / {:5} tokens {}", r.t_prompt_ms, r.n_prompt,
+           per(r.t_prompt_ms, r.n_prompt));
+  log.info("minfer:        eval time = {:10.2f} ms / {:5} runs   {}", r.t_gen_ms, r.n_gen_evals,
+           per(r.t_gen_ms, r.n_gen_evals));
+  log.info("minfer:       total time = {:10.2f} ms / {:5} tokens ({} generated, stopped: {})",
+           std::max(0.0, load_ms) + r.t_prompt_ms + r.t_gen_ms, r.n_prompt + int64_t(r.tokens.size()),
+           r.tokens.size(), runtime::stop_reason_name(r.reason));
+}
+
+}  // namespace minfer::cli

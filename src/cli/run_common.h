@@ -1,0 +1,108 @@
+// What `run`, `chat` and `demo` share: the sampling/context flags, model loading with clear
+// errors, prompt rendering through the model's chat template, logging to stderr (--quiet,
+// --verbose, --log-file) and llama.cpp-style timings.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/context.h"
+#include "runtime/generate.h"
+#include "runtime/model.h"
+#include "runtime/sampler.h"
+
+namespace minfer::cli {
+
+// stderr messages: info lines unless quiet, detail lines only when verbose; everything is
+// also appended to the log file when one is open. stdout is never touched.
+class Log {
+ public:
+  bool quiet = false;
+  bool verbose = false;
+  void open_file(const std::string& path);  // Error when it cannot be created
+  ~Log();
+
+  template <typename... A>
+  void info(fmt::format_string<A...> f, A&&... a) {
+    line(fmt::format(f, std::forward<A>(a)...), !quiet);
+  }
+  template <typename... A>
+  void detail(fmt::format_string<A...> f, A&&... a) {
+    line(fmt::format(f, std::forward<A>(a)...), verbose && !quiet);
+  }
+  template <typename... A>
+  void warn(fmt::format_string<A...> f, A&&... a) {
+    line("warning: " + fmt::format(f, std::forward<A>(a)...), true);
+  }
+
+ private:
+  void line(const std::string& s, bool to_stderr);
+  std::FILE* file_ = nullptr;
+};
+
+// The flags every generating command has, filled by CLI11, checked by validate().
+struct GenFlags {
+  int64_t n_predict = -1;
+  int64_t n_ctx = 0;
+  int threads = 0;
+  std::optional<uint64_t> seed;
+  float temp = 0.8f;
+  int32_t top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  float repeat_penalty = 1.0f;
+  int32_t repeat_last_n = 64;
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  std::vector<std::string> stop;
+  std::string kv_type = "f32";
+  bool no_template = false;
+  bool ignore_eos = false;
+  std::string system;
+  std::string chat_template_file;
+  bool verbose = false;
+  bool quiet = false;
+  std::string log_file;
+
+  void add_to(CLI::App& app);
+  // Range checks (Error, exit 1) and the derived sampler parameters.
+  runtime::SamplerParams sampler_params() const;
+  void validate() const;
+};
+
+struct Loaded {
+  std::unique_ptr<runtime::Model> model;
+  double load_ms = 0;
+};
+
+// Checks the path first (missing file, directory) so that the message is about the file.
+Loaded load_model(const std::string& path, Log& log);
+
+// The context size to use: the flag when given (Error beyond 1M tokens), else the trained
+// context capped at 4096 and at what a quarter of the machine's memory holds for the KV cache.
+int64_t choose_n_ctx(const runtime::Model& m, int64_t requested, GgmlType kv_type);
+GgmlType parse_kv_type(const std::string& s);
+runtime::ContextParams context_params(const runtime::Model& m, const GenFlags& f);
+
+// The chat template to use: --chat-template-file, else the model's; nullopt when none.
+std::optional<std::string> chat_template(const runtime::Model& m, const std::string& file);
+// Renders messages (an nlohmann::ordered_json array, passed as its dump to keep json out of
+// this header) with the model's BOS/EOS token texts.
+std::string render_chat(const runtime::Model& m, const std::string& tmpl,
+                        const std::string& messages_json, bool add_generation_prompt);
+// llama_tokenize with the model's add_bos and special tokens parsed. A BOS already written by
+// the template is not doubled.
+std::vector<int32_t> tokenize_prompt(const runtime::Model& m, const std::string& text,
+                                     bool allow_bos = true);
+
+// load_ms < 0: no load line (later turns of a chat).
+void print_timings(Log& log, double load_ms, const runtime::GenerateResult& r);
+
+std::string read_text_file(const std::string& path, const char* what);
+
+}  // namespace minfer::cli

@@ -1,0 +1,257 @@
+#include "tools/quantize_rules.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include "common/error.h"
+
+namespace minfer::tools {
+namespace {
+
+// llama_ftype values (llama.h). Aliases map to the mix llama-quantize uses for them.
+constexpr Ftype kFtypes[] = {
+    {"F32", 0, GgmlType::F32},      {"F16", 1, GgmlType::F16},
+    {"BF16", 32, GgmlType::BF16},   {"Q4_0", 2, GgmlType::Q4_0},
+    {"Q4_1", 3, GgmlType::Q4_1},    {"Q5_0", 8, GgmlType::Q5_0},
+    {"Q5_1", 9, GgmlType::Q5_1},    {"Q8_0", 7, GgmlType::Q8_0},
+    {"Q2_K", 10, GgmlType::Q2_K},   {"Q3_K_S", 11, GgmlType::Q3_K},
+    {"Q3_K_M", 12, GgmlType::Q3_K}, {"Q3_K_L", 13, GgmlType::Q3_K},
+    {"Q4_K_S", 14, GgmlType::Q4_K}, {"Q4_K_M", 15, GgmlType::Q4_K},
+    {"Q5_K_S", 16, GgmlType::Q5_K}, {"Q5_K_M", 17, GgmlType::Q5_K},
+    {"Q6_K", 18, GgmlType::Q6_K},   {"IQ4_NL", 25, GgmlType::IQ4_NL},
+    {"Q3_K", 12, GgmlType::Q3_K},   {"Q4_K", 15, GgmlType::Q4_K},
+    {"Q5_K", 17, GgmlType::Q5_K},
+};
+
+enum Ft : uint32_t {
+  kQ2_K = 10,
+  kQ3_K_S = 11,
+  kQ3_K_M = 12,
+  kQ3_K_L = 13,
+  kQ4_K_S = 14,
+  kQ4_K_M = 15,
+  kQ5_K_M = 17,
+  kIQ4_NL = 25,
+};
+
+bool iequal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::toupper((unsigned char)x) == std::toupper((unsigned char)y);
+         });
+}
+
+bool contains(std::string_view s, std::string_view sub) {
+  return s.find(sub) != std::string_view::npos;
+}
+
+int layer_of(const std::string& name) {
+  int layer = -1;
+  if (std::sscanf(name.c_str(), "blk.%d.", &layer) != 1) return -1;
+  return layer;
+}
+
+// Layers that get more bits in the _M mixes: the first and last eighth, and every third
+// layer in between.
+bool use_more_bits(int i_layer, int n_layers) {
+  return i_layer < n_layers / 8 || i_layer >= 7 * n_layers / 8 || (i_layer - n_layers / 8) % 3 == 2;
+}
+
+}  // namespace
+
+const Ftype* find_ftype(std::string_view name) {
+  for (const Ftype& f : kFtypes)
+    if (iequal(f.name, name)) return &f;
+  return nullptr;
+}
+
+std::vector<std::string_view> ftype_names() {
+  std::vector<std::string_view> v;
+  for (const Ftype& f : kFtypes) v.push_back(f.name);
+  return v;
+}
+
+bool llama_tensor_order(const std::string& a, const std::string& b) {
+  const int la = layer_of(a), lb = layer_of(b);
+  if (la != lb) return la < lb;
+  return a < b;
+}
+
+bool should_quantize(std::string_view name, uint32_t n_dims) {
+  auto ends_with = [&](std::string_view suf) {
+    return name.size() >= suf.size() && name.substr(name.size() - suf.size()) == suf;
+  };
+  if (!ends_with("weight") || n_dims < 2) return false;
+  static constexpr std::string_view kKeep[] = {"_norm.weight",
+                                               "ffn_gate_inp.weight",
+                                               "altup",
+                                               "laurel",
+                                               "per_layer_model_proj",
+                                               "ssm_conv1d.weight",
+                                               "shortconv.conv.weight",
+                                               "time_mix_first.weight",
+                                               "time_mix_w0.weight",
+                                               "time_mix_w1.weight",
+                                               "time_mix_w2.weight",
+                                               "time_mix_v0.weight",
+                                               "time_mix_v1.weight",
+                                               "time_mix_v2.weight",
+                                               "time_mix_a0.weight",
+                                               "time_mix_a1.weight",
+                                               "time_mix_a2.weight",
+                                               "time_mix_g1.weight",
+                                               "time_mix_g2.weight",
+                                               "time_mix_decay_w1.weight",
+                                               "time_mix_decay_w2.weight",
+                                               "time_mix_lerp_fused.weight",
+                                               "attn_rel_b.weight",
+                                               ".position_embd."};
+  for (std::string_view k : kKeep)
+    if (contains(name, k)) return false;
+  return name != "position_embd.weight" && name != "token_types.weight";
+}
+
+TypePlanner::TypePlanner(const Ftype& ftype, ModelShape shape)
+    : ftype_(ftype), shape_(std::move(shape)) {}
+
+GgmlType TypePlanner::choose(const std::string& name, const std::array<int64_t, 4>& ne) {
+  const GgmlType def = ftype_.default_type;
+  // F32/F16/BF16 files convert every quantizable weight, with no per-tensor mix.
+  if (!type_traits(def).quantized) return def;
+
+  GgmlType t = by_name(name, ne);
+  const int64_t nx = ne[0];
+  if (nx % type_traits(t).block_size == 0) {
+    ++n_k_quantized_;
+    return t;
+  }
+  // Rows that do not divide into the chosen type's blocks (e.g. 896 = Qwen2.5-0.5B's width
+  // with 256-blocks) take the nearest 32-block type.
+  switch (t) {
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+      t = GgmlType::IQ4_NL;
+      break;
+    case GgmlType::Q4_K:
+      t = GgmlType::Q5_0;
+      break;
+    case GgmlType::Q5_K:
+      t = GgmlType::Q5_1;
+      break;
+    case GgmlType::Q6_K:
+      t = GgmlType::Q8_0;
+      break;
+    default:
+      fail("tensor {}: row length {} is not a multiple of {}'s block size {}", name, nx,
+           type_name(t), type_traits(t).block_size);
+  }
+  if (nx % type_traits(t).block_size != 0) t = GgmlType::F16;
+  ++n_fallback_;
+  return t;
+}
+
+GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t, 4>& ne) {
+  const uint32_t ft = ftype_.value;
+  const bool falcon = shape_.arch == "falcon";
+  const int n_gqa = shape_.n_head_kv > 0 ? shape_.n_head / shape_.n_head_kv : 0;
+  GgmlType t = ftype_.default_type;
+
+  // ffn_* counters stand for the layer index, except with experts, whose tensors are not
+  // in layer order: there the layer comes from the name.
+  auto layer_info = [&](int counter) {
+    int i_layer = counter;
+    if (shape_.n_expert > 1) {
+      i_layer = layer_of(name);
+      if (i_layer < 0 || i_layer >= shape_.n_layer)
+        fail("tensor {}: cannot determine its layer (block_count {})", name, shape_.n_layer);
+    }
+    return i_layer;
+  };
+
+  if (name == "output.weight" || (!shape_.has_output && name == "token_embd.weight")) {
+    // The output projection (or the token embedding tied to it) keeps 6 bits.
+    if (falcon || ne[0] % type_traits(t).block_size != 0) return GgmlType::Q8_0;
+    return t != GgmlType::Q8_0 ? GgmlType::Q6_K : t;
+  }
+  if (name == "token_embd.weight" || name == "per_layer_token_embd.weight") return t;
+
+  if (contains(name, "attn_v.weight")) {
+    if (ft == kQ2_K)
+      t = n_gqa >= 4 ? GgmlType::Q4_K : GgmlType::Q3_K;
+    else if (ft == kQ3_K_M)
+      t = i_attention_wv_ < 2 ? GgmlType::Q5_K : GgmlType::Q4_K;
+    else if (ft == kQ3_K_L)
+      t = GgmlType::Q5_K;
+    else if (ft == kIQ4_NL && n_gqa >= 4)
+      t = GgmlType::Q5_K;
+    else if ((ft == kQ4_K_M || ft == kQ5_K_M) &&
+             use_more_bits(i_attention_wv_, shape_.n_attention_wv))
+      t = GgmlType::Q6_K;
+    else if (ft == kQ4_K_S && i_attention_wv_ < 4)
+      t = GgmlType::Q5_K;
+    if (shape_.n_expert == 8) t = GgmlType::Q8_0;
+    ++i_attention_wv_;
+  } else if (contains(name, "attn_k.weight")) {
+    if (shape_.n_expert == 8) t = GgmlType::Q8_0;
+  } else if (contains(name, "attn_q.weight")) {
+    // Only the IQ3 mixes change attn_q; none of them is supported here.
+  } else if (contains(name, "ffn_down")) {
+    const int i_layer = layer_info(i_ffn_down_), n_layer = shape_.n_layer;
+    if (ft == kQ2_K)
+      t = GgmlType::Q3_K;
+    else if (ft == kQ3_K_M)
+      t = i_layer < n_layer / 16                         ? GgmlType::Q5_K
+          : (!falcon || use_more_bits(i_layer, n_layer)) ? GgmlType::Q4_K
+                                                         : GgmlType::Q3_K;
+    else if (ft == kQ3_K_L)
+      t = falcon ? GgmlType::Q4_K : GgmlType::Q5_K;
+    else if (ft == kQ4_K_M) {
+      if (falcon)
+        t = i_layer < n_layer / 16            ? GgmlType::Q6_K
+            : use_more_bits(i_layer, n_layer) ? GgmlType::Q5_K
+                                              : GgmlType::Q4_K;
+      else if (use_more_bits(i_layer, n_layer))
+        t = GgmlType::Q6_K;
+    } else if (i_layer < n_layer / 8 && ft == kIQ4_NL) {  // (no imatrix support here)
+      t = GgmlType::Q5_K;
+    } else if (ft == kQ5_K_M && use_more_bits(i_layer, n_layer)) {
+      t = GgmlType::Q6_K;
+    } else if (ft == kQ4_K_S && !falcon && i_layer < n_layer / 8) {
+      t = GgmlType::Q5_K;
+    }
+    ++i_ffn_down_;
+  } else if (contains(name, "attn_output.weight")) {
+    if (!falcon) {
+      if (shape_.n_expert == 8) {
+        if (ft == kQ2_K || ft == kQ3_K_S || ft == kQ3_K_M || ft == kIQ4_NL || ft == kQ4_K_S ||
+            ft == kQ4_K_M)
+          t = GgmlType::Q5_K;
+      } else {
+        if (ft == kQ2_K)
+          t = GgmlType::Q3_K;
+        else if (ft == kQ3_K_M)
+          t = GgmlType::Q4_K;
+        else if (ft == kQ3_K_L)
+          t = GgmlType::Q5_K;
+      }
+    } else if (ft == kQ3_K_L) {
+      t = GgmlType::Q4_K;
+    }
+  } else if (contains(name, "attn_qkv.weight")) {
+    if (ft == kQ3_K_M || ft == kQ3_K_L)
+      t = GgmlType::Q4_K;
+    else if (ft == kQ4_K_M)
+      t = GgmlType::Q5_K;
+    else if (ft == kQ5_K_M)
+      t = GgmlType::Q6_K;
+  } else if (contains(name, "ffn_gate")) {
+    layer_info(i_ffn_gate_);
+    ++i_ffn_gate_;
+  } else if (contains(name, "ffn_up")) {
+    layer_info(i_ffn_up_);
+    ++i_ffn_up_;
+  }
+  return t;
+}
+
+}  // namespace minfer::tools

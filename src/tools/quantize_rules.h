@@ -1,0 +1,63 @@
+// llama-quantize's per-tensor type rules (llama.cpp src/llama-quant.cpp: which tensors are
+// quantized, llama_tensor_get_type's mixes and its fallback for rows that do not divide
+// into 256-blocks). Pure decisions, no I/O: quantize.cpp applies them.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quant/types.h"
+
+namespace minfer::tools {
+
+// A llama.cpp "file type" (llama_ftype): the name llama-quantize accepts, the value stored
+// in general.file_type, and the tensor type most weights get.
+struct Ftype {
+  std::string_view name;
+  uint32_t value;
+  GgmlType default_type;
+};
+
+const Ftype* find_ftype(std::string_view name);  // case-insensitive; nullptr if unknown
+std::vector<std::string_view> ftype_names();
+
+// What the rules need to know about the model (from its metadata and tensor list).
+struct ModelShape {
+  std::string arch;
+  int n_layer = 0;          // {arch}.block_count
+  int n_head = 0;           // {arch}.attention.head_count
+  int n_head_kv = 0;        // {arch}.attention.head_count_kv (n_head when absent)
+  int n_expert = 0;         // {arch}.expert_count
+  bool has_output = false;  // an "output.weight" tensor exists (else token_embd is tied)
+  int n_attention_wv = 0;   // tensors named *attn_v.weight, *attn_qkv.weight, *attn_kv_b.weight
+};
+
+// llama.cpp's processing order: tensors sorted by layer number ("blk.N."; others first),
+// then by name. The per-layer counters below assume this order.
+bool llama_tensor_order(const std::string& a, const std::string& b);
+
+// Whether llama-quantize converts this tensor at all (2-D+ weights, not norms, not the
+// small special tensors it keeps as they are).
+bool should_quantize(std::string_view name, uint32_t n_dims);
+
+class TypePlanner {
+ public:
+  TypePlanner(const Ftype& ftype, ModelShape shape);
+  // The type for a tensor that should_quantize() accepted; call once per such tensor in
+  // llama_tensor_order. Throws minfer::Error for a row length no type in the fallback
+  // chain can hold.
+  GgmlType choose(const std::string& name, const std::array<int64_t, 4>& ne);
+  int n_fallback() const { return n_fallback_; }
+  int n_k_quantized() const { return n_k_quantized_; }
+
+ private:
+  GgmlType by_name(const std::string& name, const std::array<int64_t, 4>& ne);
+  Ftype ftype_;
+  ModelShape shape_;
+  int i_attention_wv_ = 0, i_ffn_down_ = 0, i_ffn_gate_ = 0, i_ffn_up_ = 0;
+  int n_fallback_ = 0, n_k_quantized_ = 0;
+};
+
+}  // namespace minfer::tools

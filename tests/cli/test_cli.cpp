@@ -1,0 +1,290 @@
+// The `minfer` executable end to end: llama.cpp's greedy text on stories260K, seeds, stop
+// strings, chat (incremental prefill, sessions), demo, gen-model, and every bad-input case
+// with its exit code and message.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "common/test_data.h"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string q(const std::string& s) {
+  std::string r = "'";
+  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void spit(const fs::path& p, const std::string& s) {
+  std::ofstream out(p, std::ios::binary);
+  out << s;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("minfer-cli-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs `minfer ARGS` (ARGS already shell-quoted) with `input` on stdin.
+  Result run(const std::string& args, const std::string& input = "") {
+    spit(dir_ / "stdin", input);
+    const std::string cmd = std::string(MINFER_BINARY) + " " + args + " <" + q((dir_ / "stdin").string()) +
+                            " >" + q((dir_ / "stdout").string()) + " 2>" + q((dir_ / "stderr").string());
+    const int st = std::system(cmd.c_str());
+    Result r;
+    r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = slurp(dir_ / "stdout");
+    r.err = slurp(dir_ / "stderr");
+    return r;
+  }
+
+  // An error run: the code, one line on stderr, and the message naming what is wrong.
+  void expect_error(const std::string& args, int code, const std::vector<std::string>& needles) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, code) << args << "\nstderr: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+    if (code == 1) {
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+    }
+    for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << args << "\nstderr: " << r.err << "\nmissing: " << n;
+    EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+  }
+
+  fs::path dir_;
+};
+
+const std::string kStories = "models/stories260K.gguf";
+const std::string kQwen2 = "models/tiny-qwen2-q8_0.gguf";
+
+std::string stories() { return q(minfer::test::shared_path(kStories)); }
+std::string qwen2() { return q(minfer::test::shared_path(kQwen2)); }
+
+// ChatML without Qwen's default system message: the first turn renders exactly the golden
+// chat-hi prompt.
+const char* kChatml =
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+}  // namespace
+
+TEST_F(Cli, StoriesGreedyMatchesLlamaCpp) {
+  MINFER_REQUIRE_SHARED();
+  const json g = json::parse(slurp(minfer::test::shared_path("golden/models/stories260K.greedy64.json")));
+  ASSERT_EQ(g["cases"].size(), 3u);
+  for (const auto& c : g["cases"]) {
+    const std::string prompt = c["prompt_text"];
+    const Result r = run(stories() + " " + q(prompt) + " -n 64 --temp 0");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, c["greedy"]["text"].get<std::string>()) << "prompt: " << prompt;
+    EXPECT_NE(r.err.find("prompt eval time"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("64 generated"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(Cli, RunSubcommandStdinAndFileGiveTheSameText) {
+  MINFER_REQUIRE_SHARED();
+  const Result a = run(stories() + " 'Once upon a time' -n 20 --temp 0 --quiet");
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_TRUE(a.err.empty()) << "--quiet still printed: " << a.err;
+  const Result b = run("run -m " + stories() + " -p 'Once upon a time' -n 20 --temp 0 -q");
+  EXPECT_EQ(b.out, a.out);
+  const Result c = run(stories() + " -n 20 --temp 0 -q", "Once upon a time\n");
+  EXPECT_EQ(c.out, a.out);
+  spit(dir_ / "prompt.txt", "Once upon a time");
+  const Result d = run(stories() + " -f " + q((dir_ / "prompt.txt").string()) + " -n 20 --temp 0 -q");
+  EXPECT_EQ(d.out, a.out);
+}
+
+TEST_F(Cli, SameSeedSameText) {
+  MINFER_REQUIRE_SHARED();
+  auto gen = [&](int seed) {
+    const Result r = run(stories() + " 'Once upon a time' -n 40 --temp 1.0 -q -s " + std::to_string(seed));
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out;
+  };
+  const std::string a = gen(7);
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(gen(7), a);
+  const std::string b = gen(8), c = gen(9);
+  EXPECT_FALSE(a == b && b == c) << "three seeds gave the same text";
+}
+
+TEST_F(Cli, StopStringSplitAcrossTokensIsCaughtAndNotPrinted) {
+  MINFER_REQUIRE_SHARED();
+  const json g = json::parse(slurp(minfer::test::shared_path("golden/models/stories260K.greedy64.json")));
+  const std::string full = g["cases"][0]["greedy"]["text"];
+  const std::string stop = "girl na";  // "girl" + " named": two tokens of the 512-token vocabulary
+  ASSERT_NE(full.find(stop), std::string::npos);
+  // --stop before the positional prompt must not swallow it; a second stop that never occurs.
+  const Result r = run(stories() + " --stop " + q(stop) + " --stop zzzz 'Once upon a time' -n 64 --temp 0");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, full.substr(0, full.find(stop)));
+  EXPECT_NE(r.err.find("stop string"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, DumpGraphWritesDotAndJson) {
+  MINFER_REQUIRE_SHARED();
+  const auto dot = dir_ / "g.dot", js = dir_ / "g.json";
+  const Result r = run(stories() + " 'Once upon a time' --dump-graph " + q(dot.string()) +
+                       " --dump-graph-json " + q(js.string()));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("(\\d+) nodes"))) << r.err;
+  const json j = json::parse(slurp(js));
+  EXPECT_EQ(j["nodes"].size(), std::stoul(m[1]));
+  EXPECT_NE(slurp(dot).find("digraph"), std::string::npos);
+}
+
+TEST_F(Cli, ChatPrefillsOnlyTheNewTokensEachTurn) {
+  MINFER_REQUIRE_SHARED();
+  spit(dir_ / "chatml.jinja", kChatml);
+  const Result r = run("chat " + qwen2() + " --chat-template-file " + q((dir_ / "chatml.jinja").string()) +
+                           " --temp 0 -n 8 --verbose",
+                       "Hi\nHow are you?\n");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::regex re("prefilled (\\d+) new tokens \\(evaluated (\\d+)\\) after (\\d+) cached; context (\\d+)/");
+  std::vector<std::array<long, 4>> turns;
+  for (auto it = std::sregex_iterator(r.err.begin(), r.err.end(), re); it != std::sregex_iterator(); ++it)
+    turns.push_back({std::stol((*it)[1]), std::stol((*it)[2]), std::stol((*it)[3]), std::stol((*it)[4])});
+  ASSERT_EQ(turns.size(), 2u) << r.err;
+  // Turn 1: the golden chat-hi prompt, 9 tokens, nothing cached.
+  EXPECT_EQ(turns[0][0], 9);
+  EXPECT_EQ(turns[0][1], 9);
+  EXPECT_EQ(turns[0][2], 0);
+  // Turn 2: the cache holds turn 1; only the new suffix (end of the reply + the user turn +
+  // the generation prompt, ~15 tokens) is evaluated, not the whole conversation.
+  EXPECT_EQ(turns[1][2], turns[0][3]);
+  EXPECT_EQ(turns[1][1], turns[1][0]);
+  EXPECT_GT(turns[1][0], 5);
+  EXPECT_LE(turns[1][0], 20);
+  EXPECT_LT(turns[1][0], turns[1][3] / 2);
+}
+
+TEST_F(Cli, ChatSessionRoundTrips) {
+  MINFER_REQUIRE_SHARED();
+  spit(dir_ / "chatml.jinja", kChatml);
+  const std::string base = "chat " + qwen2() + " --chat-template-file " +
+                           q((dir_ / "chatml.jinja").string()) + " --temp 0 -n 6 --session ";
+  const auto a = dir_ / "a.json", b = dir_ / "b.json";
+  ASSERT_EQ(run(base + q(a.string()), "Hi\nHow are you?\n").code, 0);
+  ASSERT_EQ(run(base + q(b.string()), "Hi\n").code, 0);
+  const Result r = run(base + q(b.string()), "How are you?\n");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("resumed 2 messages"), std::string::npos) << r.err;
+  const json ja = json::parse(slurp(a)), jb = json::parse(slurp(b));
+  ASSERT_EQ(ja["messages"].size(), 4u);
+  EXPECT_EQ(ja["messages"], jb["messages"]);
+  EXPECT_EQ(ja["tokens"], jb["tokens"]);
+  EXPECT_EQ(ja["messages"][2]["content"], "How are you?");
+}
+
+TEST_F(Cli, ChatRegenClearAndOverflow) {
+  MINFER_REQUIRE_SHARED();
+  spit(dir_ / "chatml.jinja", kChatml);
+  const std::string base = "chat " + qwen2() + " --chat-template-file " + q((dir_ / "chatml.jinja").string());
+  // Greedy: /regen gives the same reply again, and replaces it in the conversation.
+  const auto s = dir_ / "s.json";
+  Result r = run(base + " --temp 0 -n 6 --session " + q(s.string()), "Hi\n/regen\n");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(slurp(s));
+  ASSERT_EQ(j["messages"].size(), 2u);
+  const std::string reply = j["messages"][1]["content"];
+  EXPECT_EQ(r.out, reply + "\n" + reply + "\n");
+  r = run(base + " --temp 0 -n 4 --session " + q(s.string()), "/clear\nHi\n");
+  EXPECT_EQ(json::parse(slurp(s))["messages"].size(), 2u);
+  // A small context: old turns are dropped with a notice, the chat goes on.
+  std::string lines;
+  for (int i = 0; i < 6; ++i) lines += "Tell me something about the number " + std::to_string(i) + " please\n";
+  const auto o = dir_ / "o.json";
+  r = run(base + " --temp 0 -n 8 -c 96 --session " + q(o.string()), lines);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("dropped the oldest"), std::string::npos) << r.err;
+  const json jo = json::parse(slurp(o));
+  ASSERT_GE(jo["messages"].size(), 2u);
+  EXPECT_LT(jo["messages"].size(), 12u);
+  EXPECT_EQ(jo["messages"][jo["messages"].size() - 2]["content"], "Tell me something about the number 5 please");
+  EXPECT_NE(jo["messages"][0]["content"], "Tell me something about the number 0 please");
+  EXPECT_LE(jo["tokens"].size(), 96u);
+}
+
+TEST_F(Cli, DemoRunsAndCachesItsModel) {
+  const std::string cache = q((dir_ / "cache").string());
+  Result r = run("demo --cache-dir " + cache + " -n 8");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("RANDOM"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("writing the demo model"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("generated 8 tokens"), std::string::npos) << r.out;
+  r = run("demo --cache-dir " + cache + " -n 4");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("using the cached demo model"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, GenModelCommand) {
+  const auto out = dir_ / "m.gguf";
+  Result r = run("gen-model --preset tiny-qwen3 --type q4_0 -q -o " + q(out.string()));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(out));
+  r = run("gen-model --list");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("qwen2.5-0.5b"), std::string::npos);
+  // The generated model runs.
+  r = run(q(out.string()) + " hello -n 4 --temp 0 --no-template");
+  EXPECT_EQ(r.code, 0) << r.err;
+  expect_error("gen-model --preset nope -o " + q((dir_ / "x.gguf").string()), 1, {"unknown preset", "nope"});
+  expect_error("gen-model --preset tiny-llama --type q9_9 -o " + q((dir_ / "x.gguf").string()), 1, {"q9_9"});
+}
+
+TEST_F(Cli, BadInputIsOneLineAndTheRightExitCode) {
+  MINFER_REQUIRE_SHARED();
+  // Files.
+  expect_error(q((dir_ / "missing.gguf").string()) + " hi", 1, {"missing.gguf", "no such file"});
+  spit(dir_ / "text.gguf", "this is not a GGUF file at all, just some text\n");
+  expect_error(q((dir_ / "text.gguf").string()) + " hi", 1, {"text.gguf"});
+  expect_error("run -m " + q(minfer::test::shared_path("vocab/ggml-vocab-phi-3.gguf")) + " -p hi", 1,
+               {"phi3"});
+  expect_error(stories() + " -f " + q((dir_ / "nope.txt").string()), 1, {"nope.txt"});
+  // Prompt longer than the context.
+  std::string long_prompt;
+  for (int i = 0; i < 40; ++i) long_prompt += "the cat sat on the mat ";
+  expect_error(stories() + " " + q(long_prompt) + " -c 32", 1, {"prompt is", "32"});
+  // Negative or absurd values.
+  expect_error(stories() + " hi -n -5", 1, {"-n"});
+  expect_error(stories() + " hi -t -2", 1, {"-t"});
+  expect_error(stories() + " hi -c -1", 1, {"-c"});
+  expect_error(stories() + " hi -c 999999999", 1, {"-c"});
+  expect_error(stories() + " hi --temp -1", 1, {"temperature"});
+  expect_error(stories() + " hi --top-p 1.5", 1, {"top-p"});
+  expect_error(stories() + " hi --repeat-penalty 0", 1, {"repeat-penalty"});
+  expect_error(stories() + " hi --kv-type q4_k", 1, {"--kv-type"});
+  // Usage errors: exit 2.
+  expect_error(stories() + " hi --frobnicate", 2, {"frobnicate"});
+  expect_error(stories() + " hi -n many", 2, {"many"});
+  expect_error("frobnicate", 2, {"unknown command"});
+  expect_error("run -p hi", 2, {"no model"});
+  expect_error("chat", 2, {"no model"});
+  expect_error("chat " + stories(), 1, {"chat template"});
+}
