@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kernels.h"
 #include "kernels/random_weights.h"
 
@@ -40,19 +41,29 @@ TEST(RmsNorm, EpsilonKeepsZeroRowsFinite) {
   for (float v : out) EXPECT_EQ(v, 0.0f);
 }
 
-TEST(Activations, SiluAndSwigluMatchFormula) {
-  std::vector<float> x = {-100.0f, -20.0f, -1.5f, -0.0f, 0.0f, 1e-3f, 0.7f, 3.0f, 30.0f, 100.0f};
+// Every ISA path (the SIMD ones evaluate exp with a polynomial) within a few ulps of double.
+TEST(Activations, SiluAndSwigluMatchFormulaOnEveryIsaPath) {
+  std::mt19937 rng(3);
+  std::vector<float> x = {-1000.0f, -100.0f, -87.5f, -20.0f, -1.5f, -0.0f, 0.0f, 1e-3f,
+                          0.7f,     3.0f,    30.0f,  88.9f,  100.0f, 1000.0f};
+  const auto r = test::random_floats(1000, rng, 8.0f);
+  x.insert(x.end(), r.begin(), r.end());
   std::vector<float> up(x.size());
-  for (size_t i = 0; i < x.size(); ++i) up[i] = 0.5f - float(i);
-  std::vector<float> s(x.size()), g(x.size());
-  silu(x.data(), s.data(), int64_t(x.size()));
-  swiglu(x.data(), up.data(), g.data(), int64_t(x.size()));
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double e = double(x[i]) / (1.0 + std::exp(-double(x[i])));
-    EXPECT_NEAR(s[i], e, 1e-6 * std::fabs(e) + 1e-40) << x[i];
-    EXPECT_NEAR(g[i], e * up[i], 2e-6 * std::fabs(e * up[i]) + 1e-40) << x[i];
+  for (size_t i = 0; i < x.size(); ++i) up[i] = 0.5f - float(i % 7);
+  for (int isa = 0; isa <= int(detected_isa()); ++isa) {
+    force_isa(Isa(isa));
+    std::vector<float> s(x.size()), g(x.size());
+    silu(x.data(), s.data(), int64_t(x.size()));
+    swiglu(x.data(), up.data(), g.data(), int64_t(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double e = double(x[i]) / (1.0 + std::exp(-double(x[i])));
+      ASSERT_NEAR(s[i], e, 1e-6 * std::fabs(e) + 1e-40) << x[i] << " isa " << isa;
+      ASSERT_NEAR(g[i], e * up[i], 2e-6 * std::fabs(e * up[i]) + 1e-40) << x[i] << " isa " << isa;
+    }
+    EXPECT_EQ(s[0], 0.0f);  // x/(1+inf) for very negative inputs: zero, not NaN
+    EXPECT_EQ(s[13], 1000.0f);
   }
-  EXPECT_EQ(s[0], -0.0f);  // x/(1+inf): no NaN for very negative inputs
+  reset_isa();
 }
 
 TEST(Elementwise, AddAndMulAreExact) {

@@ -274,7 +274,19 @@ void softmax_scalar(int64_t n, float* s, float scale) {
   for (int64_t j = 0; j < n; ++j) s[j] *= inv;
 }
 
+void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n) {
+  if (up)
+    for (int64_t i = 0; i < n; ++i) out[i] = (gate[i] / (1.0f + std::exp(-gate[i]))) * up[i];
+  else
+    for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i]));
+}
+
 }  // namespace
+
+SwigluFn swiglu_fn(Isa isa) {
+  SwigluFn f = isa >= Isa::Avx2 ? swiglu_avx2() : nullptr;
+  return f ? f : &swiglu_scalar;
+}
 
 SoftmaxFn softmax_fn(Isa isa) {
   SoftmaxFn f = isa >= Isa::Avx2 ? softmax_avx2() : nullptr;

@@ -37,11 +37,17 @@ VsumFn vsum_fn(Isa isa);
 using SoftmaxFn = void (*)(int64_t n, float* s, float scale);
 SoftmaxFn softmax_fn(Isa isa);
 
+// out = silu(gate) * up (up == nullptr: silu(gate)), silu(x) = x / (1 + exp(-x)). The SIMD
+// version's exp is the polynomial one (within ~2 ulp of expf).
+using SwigluFn = void (*)(const float* gate, const float* up, float* out, int64_t n);
+SwigluFn swiglu_fn(Isa isa);
+
 // Per-ISA tables (simd_*.cpp); nullptr where the ISA has no kernel for the type.
 DotTileFn dot_tile_scalar(GgmlType wtype);
 DotTileFn dot_tile_avx2(GgmlType wtype);
 DotTileFn dot_tile_avx512(GgmlType wtype);
 VsumFn vsum_avx2();
 SoftmaxFn softmax_avx2();
+SwigluFn swiglu_avx2();
 
 }  // namespace minfer::cpu

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_dot.h"
 
 namespace minfer::cpu {
 namespace {
@@ -36,13 +37,23 @@ void rms_norm(const float* x, const float* weight, int64_t nt, int64_t d, float 
   }
 }
 
-void silu(const float* x, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = x[i] / (1.0f + std::exp(-x[i]));
+namespace {
+// A prompt's FFN activations are large (tokens x n_ff): split them across the threads.
+void swiglu_any(const float* gate, const float* up, float* out, int64_t n) {
+  const SwigluFn f = swiglu_fn(active_isa());
+  constexpr int64_t kChunk = 1 << 14;
+  const int nth = n >= 4 * kChunk ? threads() : 1;
+#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
+  for (int64_t c = 0; c < (n + kChunk - 1) / kChunk; ++c) {
+    const int64_t i = c * kChunk, m = std::min(kChunk, n - i);
+    f(gate + i, up ? up + i : nullptr, out + i, m);
+  }
 }
+}  // namespace
 
-void swiglu(const float* gate, const float* up, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = (gate[i] / (1.0f + std::exp(-gate[i]))) * up[i];
-}
+void silu(const float* x, float* out, int64_t n) { swiglu_any(x, nullptr, out, n); }
+
+void swiglu(const float* gate, const float* up, float* out, int64_t n) { swiglu_any(gate, up, out, n); }
 
 void add(const float* a, const float* b, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];

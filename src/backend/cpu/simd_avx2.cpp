@@ -37,6 +37,7 @@ DotTileFn dot_tile_avx2(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return f_tiles<LoadF32, 4, 2>;
     case GgmlType::F16: return f_tiles<LoadF16, 4, 2>;
+    case GgmlType::BF16: return f_tiles<LoadBF16, 4, 2>;
     case GgmlType::Q8_0: return q8_tiles<DecQ8_0, 4, 2>;
     case GgmlType::Q4_0: return q8_tiles<DecQ4_0, 4, 2>;
     case GgmlType::Q5_0: return q8_tiles<DecQ5_0, 4, 2>;
@@ -56,6 +57,7 @@ VsumFn vsum_avx2() { return &vsum_simd; }
 Q8RowFn quantize_q8_0_avx2() { return &quantize_q8_0_simd; }
 Q8_1RowFn quantize_q8_1_avx2() { return &quantize_q8_1_simd; }
 SoftmaxFn softmax_avx2() { return &softmax_simd; }
+SwigluFn swiglu_avx2() { return &swiglu_simd; }
 
 }  // namespace minfer::cpu
 
@@ -67,5 +69,6 @@ VsumFn vsum_avx2() { return nullptr; }
 Q8RowFn quantize_q8_0_avx2() { return nullptr; }
 Q8_1RowFn quantize_q8_1_avx2() { return nullptr; }
 SoftmaxFn softmax_avx2() { return nullptr; }
+SwigluFn swiglu_avx2() { return nullptr; }
 }  // namespace minfer::cpu
 #endif

@@ -377,6 +377,17 @@ struct Load512F16 {
   }
 };
 
+struct Load512BF16 {
+  static __m512 v(const uint8_t* p, int64_t i) {
+    const __m256i h = _mm256_loadu_si256((const __m256i*)((const uint16_t*)p + i));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static __m512 m(const uint8_t* p, int64_t i, __mmask16 k) {
+    const __m256i h = _mm256_maskz_loadu_epi16(k, (const uint16_t*)p + i);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+};
+
 template <class L, int R, int T>
 inline void f512_tile(const Tile& a, int64_t r0, int64_t t0) {
   __m512 acc[R][T];
@@ -420,6 +431,7 @@ DotTileFn dot_tile_avx512(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return &run_tiles<F512K<Load512F32>, 4, 4>;
     case GgmlType::F16: return &run_tiles<F512K<Load512F16>, 4, 4>;
+    case GgmlType::BF16: return &run_tiles<F512K<Load512BF16>, 4, 4>;
     case GgmlType::Q8_0: return q8_gemm<DecQ8_0, 4, 4>;
     case GgmlType::Q4_0: return q8_gemm<DecQ4_0, 4, 4>;
     case GgmlType::Q5_0: return q8_gemm<DecQ5_0, 4, 4>;

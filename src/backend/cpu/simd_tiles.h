@@ -213,6 +213,22 @@ struct LoadF16 {
   static float s(const uint8_t* p, int64_t i) { return f16(p + 2 * i); }
 };
 
+// bf16 is the high half of an f32: widen and shift.
+struct LoadBF16 {
+  static __m256 v(const uint8_t* p, int64_t i) {
+    const __m128i h = _mm_loadu_si128((const __m128i*)((const uint16_t*)p + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static float s(const uint8_t* p, int64_t i) {
+    uint16_t h;
+    __builtin_memcpy(&h, p + 2 * i, 2);
+    const uint32_t u = uint32_t(h) << 16;
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+  }
+};
+
 template <class L, int R, int T>
 inline void f_tile(const Tile& a, int64_t r0, int64_t t0) {
   __m256 acc[R][T];
@@ -485,11 +501,11 @@ inline void vsum_simd(int64_t n, int64_t G, const float* w, const uint8_t* v, si
 
 // ---- softmax with a vectorized exp ------------------------------------------------------------
 
-// exp(x) for x <= 0: x = n*ln2 + r with |r| <= ln2/2, e^r by Cephes' expf polynomial, times 2^n;
-// below -87.3 (where expf is subnormal or 0) the result is 0.
+// exp(x): x = n*ln2 + r with |r| <= ln2/2, e^r by Cephes' expf polynomial, times 2^n; below
+// -87.3 (where expf is subnormal or 0) the result is 0, above 88.7 it is inf.
 inline __m256 exp_neg(__m256 x) {
   const __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ);
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
@@ -538,6 +554,21 @@ inline void softmax_simd(int64_t n, float* s, float scale) {
   j = 0;
   for (; j + 8 <= n; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), inv));
   for (int64_t i = j; i < n; ++i) s[i] *= float(1.0 / sum);
+}
+
+inline void swiglu_simd(const float* gate, const float* up, float* out, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, exp_neg(_mm256_sub_ps(zero, g))));
+    if (up) s = _mm256_mul_ps(s, _mm256_loadu_ps(up + i));
+    _mm256_storeu_ps(out + i, s);
+  }
+  for (; i < n; ++i) {
+    const float s = gate[i] / (1.0f + expf(-gate[i]));
+    out[i] = up ? s * up[i] : s;
+  }
 }
 
 // ---- Activation quantization to Q8_0 / Q8_1, the scalar kernels' exact arithmetic ----------
