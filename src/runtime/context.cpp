@@ -195,7 +195,8 @@ std::span<const float> Context::decode(std::span<const int32_t> tokens, int64_t 
       if (im.observer) {
         const bool f32 = e.node->dtype == graph::DType::F32 && e.data != nullptr;
         im.observer(*e.node, f32 ? static_cast<const float*>(e.data) : nullptr,
-                    f32 ? e.bytes / sizeof(float) : 0, e.ms);
+                    f32 ? std::min(e.bytes / sizeof(float), size_t(e.node->n_elements())) : 0,
+                    e.ms);
       }
     });
   } else {

@@ -1,5 +1,6 @@
 #include "runtime/node_trace.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -118,7 +119,8 @@ void NodeTrace::record(const sched::NodeEvent& e) {
   const graph::CNode& n = *e.node;
   const bool f32 = n.dtype == graph::DType::F32 && e.data != nullptr;
   const float* x = static_cast<const float*>(e.data);
-  const size_t count = f32 ? e.bytes / sizeof(float) : 0;
+  // The node's own element count: a buffer may be larger than the node (in-place reuse).
+  const size_t count = f32 ? std::min(e.bytes / sizeof(float), size_t(n.n_elements())) : 0;
   if (trace_) {
     std::string line = fmt::format(
         "{{\"step\":{},\"id\":{},\"name\":\"{}\",\"op\":\"{}\",\"shape\":{},\"backend\":\"{}\","
