@@ -1,5 +1,6 @@
 #include "chat/interpreter.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "chat/builtins.h"
@@ -29,6 +30,12 @@ class Interp {
       for (const auto& [k, v] : vars.dict->items) root_->vars[k] = v;
   }
 
+  // Namespaces are the only mutable containers, so every reference cycle (`ns.me = ns`, a
+  // caller() kept in a namespace) runs through one: emptying them frees everything.
+  ~Interp() {
+    for (auto& d : namespaces_) d->items.clear();
+  }
+
   std::string run(const Program& p) {
     std::string out;
     exec(p.body, root_, out);
@@ -38,6 +45,7 @@ class Interp {
  private:
   ScopePtr root_;
   int depth_ = 0;
+  std::vector<std::shared_ptr<Dict>> namespaces_;  // assigned to during this render
 
   static Value lookup(const ScopePtr& scope, const std::string& name) {
     for (Scope* s = scope.get(); s; s = s->parent.get()) {
@@ -82,6 +90,8 @@ class Interp {
                       (ns.is_undefined() ? "undefined '" + st.targets[0] + "'"
                                          : "non-namespace object '" + st.targets[0] + "'"));
           ns.dict->set(st.attr, std::move(v));
+          if (std::find(namespaces_.begin(), namespaces_.end(), ns.dict) == namespaces_.end())
+            namespaces_.push_back(ns.dict);
         } else {
           assign(st.targets, std::move(v), *scope);
         }

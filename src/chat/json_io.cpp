@@ -65,6 +65,7 @@ static void newline(std::string& out, int indent, int level) {
 }
 
 static void dump(std::string& out, const Value& v, int indent, int level) {
+  if (level > 200) eval_fail("value nested too deeply (or containing itself) for tojson");
   switch (v.kind) {
     case Value::None: out += "null"; return;
     case Value::Bool: out += v.b ? "true" : "false"; return;

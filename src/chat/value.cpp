@@ -259,7 +259,19 @@ std::string repr_string(std::string_view s) {
   return out;
 }
 
+// Containers can hold themselves (`{% set ns.me = ns %}`): bound the recursion.
+static thread_local int g_repr_depth = 0;
+
 std::string repr(const Value& v) {
+  struct Guard {
+    Guard() {
+      if (++g_repr_depth > 200) {
+        g_repr_depth = 0;
+        eval_fail("value nested too deeply (or containing itself) to print");
+      }
+    }
+    ~Guard() { if (g_repr_depth > 0) --g_repr_depth; }
+  } guard;
   switch (v.kind) {
     case Value::Undefined: return "Undefined";
     case Value::String: return repr_string(v.s);

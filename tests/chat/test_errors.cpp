@@ -84,6 +84,8 @@ TEST(ChatErrors, HostileInputGivesErrors) {
   EXPECT_THROW(render("{{ 9223372036854775807 + 1 }}"), TemplateError);
   EXPECT_THROW(render("{{ 1 // 0 }}"), TemplateError);
   EXPECT_THROW(render("{{ [][::0] }}"), TemplateError);
+  EXPECT_THROW(render("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}"), TemplateError);
+  EXPECT_THROW(render("{% set ns = namespace(l=[]) %}{% set ns.me = ns %}{{ ns | tojson }}"), TemplateError);
 }
 
 TEST(ChatErrors, RandomInputNeverCrashes) {
