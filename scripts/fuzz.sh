@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
-# Fuzzes the GGUF reader: scripts/fuzz.sh BUILD_DIR SECONDS
-# BUILD_DIR must hold a fuzz_gguf built with -DMINFER_FUZZ=ON (clang). The seed corpus is
-# the first 64 KB of every GGUF file in ../shared plus a small complete GGUF built here, so
-# the fuzzer starts from real headers. Exits non-zero when the fuzzer finds a crash.
+# Fuzzes a parser: scripts/fuzz.sh BUILD_DIR SECONDS [gguf|template]
+# BUILD_DIR must hold fuzz_<target> built with -DMINFER_FUZZ=ON (clang).
+# gguf (default): the seed corpus is the first 64 KB of every GGUF file in ../shared plus a
+# small complete GGUF built here, so the fuzzer starts from real headers.
+# template: the seeds are the real chat templates in ../shared/templates.
+# Exits non-zero when the fuzzer finds a crash.
 set -euo pipefail
 BUILD_DIR=${1:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}
 SECONDS_TO_RUN=${2:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}
+TARGET=${3:-gguf}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BIN="$BUILD_DIR/fuzz/fuzz_gguf"
-[ -x "$BIN" ] || { echo "fuzz.sh: $BIN not found; build the fuzz_gguf target first" >&2; exit 2; }
+BIN="$BUILD_DIR/fuzz/fuzz_$TARGET"
+[ -x "$BIN" ] || { echo "fuzz.sh: $BIN not found; build the fuzz_$TARGET target first" >&2; exit 2; }
 
-SEED="$BUILD_DIR/fuzz-seed"
-CORPUS="$BUILD_DIR/fuzz-corpus"
-ARTIFACTS="$BUILD_DIR/fuzz-artifacts"
+SEED="$BUILD_DIR/fuzz-seed-$TARGET"
+CORPUS="$BUILD_DIR/fuzz-corpus-$TARGET"
+ARTIFACTS="$BUILD_DIR/fuzz-artifacts-$TARGET"
 rm -rf "$SEED"
 mkdir -p "$SEED" "$CORPUS" "$ARTIFACTS"
+
+if [ "$TARGET" = template ]; then
+  n=0
+  for f in "$ROOT"/../shared/templates/*.jinja "$ROOT"/../shared/oracle/templates/*.jinja; do
+    [ -f "$f" ] || continue
+    cp "$f" "$SEED/$(basename "$f")"
+    n=$((n + 1))
+  done
+  echo "fuzz.sh: $n seeds in $SEED; fuzzing fuzz_template for $SECONDS_TO_RUN s"
+  exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=8192 -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
+fi
 
 n=0
 for f in "$ROOT"/../shared/models/*.gguf "$ROOT"/../shared/vocab/*.gguf; do

@@ -17,9 +17,10 @@ cmake --build build-asan -j"$JOBS"
 ctest --test-dir build-asan --output-on-failure -j"$JOBS" -LE slow
 
 if [ -f fuzz/CMakeLists.txt ]; then
-  echo "== fuzzing the GGUF reader (libFuzzer, 60 s)"
+  echo "== fuzzing the GGUF reader (60 s) and the chat-template interpreter (30 s) with libFuzzer"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DMINFER_FUZZ=ON -DMINFER_BUILD_TESTS=OFF >/dev/null
-  cmake --build build-fuzz -j"$JOBS" --target fuzz_gguf
-  bash scripts/fuzz.sh build-fuzz 60
+  cmake --build build-fuzz -j"$JOBS" --target fuzz_gguf fuzz_template
+  bash scripts/fuzz.sh build-fuzz 60 gguf
+  bash scripts/fuzz.sh build-fuzz 30 template
 fi
