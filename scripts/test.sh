@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
+# Paths relative to the checkout in ccache's hash, so a fresh clone reuses earlier objects.
+export CCACHE_BASEDIR="$PWD"
 
 echo "== release build + tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
