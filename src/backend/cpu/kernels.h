@@ -9,8 +9,9 @@
 // IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants, F16 for F16, BF16 for BF16, none for
 // F32), then integer/float dot products are scaled per block exactly as ggml does.
 //
-// Threading: kernels split their work across the OpenMP threads in effect
-// (minfer::cpu::set_threads); every kernel is deterministic for a given thread count.
+// Threading: kernels split their work into chunks run by the thread pool (threadpool.h;
+// set_threads(n) = n threads, the caller included); each output element is computed by one
+// chunk in a fixed way, so results do not depend on the thread count or on scheduling.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +20,8 @@
 
 namespace minfer::cpu {
 
+// n threads in all (n <= 0: back to the default, the CPUs this process may run on).
+// Error when called from inside a parallel_for chunk.
 void set_threads(int n);
 int threads();
 

@@ -2,8 +2,6 @@
 // matmul numerics for the K type (Q rounded to F16 for an F16 cache, quantized to Q8_0 for a
 // Q8_0 cache); softmax in F32 with max subtraction and a double sum (ggml_vec_soft_max_f32);
 // V is accumulated in F32.
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include "backend/cpu/act_quant.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_dot.h"
+#include "backend/cpu/threadpool.h"
 #include "common/error.h"
 #include "common/fp16.h"
 #include "quant/blocks.h"
@@ -70,45 +69,46 @@ void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k
   const SoftmaxFn softmax = softmax_fn(isa);
   // Small problems (short contexts of tiny models) stay on the calling thread.
   const int64_t work = nt * p.n_head * (int64_t(pos[nt - 1]) + 1) * (hd + hdv);
-  const int nth = work >= (int64_t(1) << 15) ? threads() : 1;
+  const bool par = work >= (int64_t(1) << 15);
 
   // One work item = one token x one KV head: the query heads sharing that KV head (GQA) are
   // scored together, so each K row is read once per group and each V row once per group.
-#pragma omp parallel num_threads(nth) if (nth > 1 && nt * p.n_head_kv > 1)
-  {
+  auto item_fn = [&](int64_t item, int) {
     // Per-thread scratch kept across calls: a decode step allocates nothing.
     thread_local std::vector<float> scores, vrow, acc;
     thread_local std::vector<uint8_t> qbuf;
     vrow.resize(size_t(hdv));
     acc.resize(size_t(group * hdv));
     qbuf.resize(q_bytes * size_t(group));
-#pragma omp for schedule(static)
-    for (int64_t item = 0; item < nt * p.n_head_kv; ++item) {
-      const int64_t t = item / p.n_head_kv, hk = item % p.n_head_kv;
-      const int64_t n_kv = int64_t(pos[t]) + 1;
-      for (int64_t g = 0; g < group; ++g)
-        quantize_act(qt, q + (t * p.n_head + hk * group + g) * hd, qbuf.data() + g * q_bytes, hd);
-      scores.resize(size_t(group * n_kv));
-      // K rows play the weight rows, the group's query heads the tokens: the dot kernels apply
-      // the cache type's numerics.
-      dot(k.type, hd, k.data + elem_offset(k.type, hk * hd), k.row_bytes, n_kv, qbuf.data(),
-          q_bytes, group, scores.data(), n_kv);
-      for (int64_t g = 0; g < group; ++g) softmax(n_kv, scores.data() + g * n_kv, p.scale);
-      const uint8_t* vbase = v.data + elem_offset(v.type, hk * hdv);
-      if (v.type == GgmlType::Q8_0) {
-        vrow.resize(size_t(n_kv * hdv));
-        for (int64_t j = 0; j < n_kv; ++j)
-          quant::dequantize_row(v.type, vbase + size_t(j) * v.row_bytes, vrow.data() + j * hdv, hdv);
-        vsum(n_kv, group, scores.data(), reinterpret_cast<const uint8_t*>(vrow.data()),
-             size_t(hdv) * sizeof(float), GgmlType::F32, hdv, acc.data());
-      } else {
-        vsum(n_kv, group, scores.data(), vbase, v.row_bytes, v.type, hdv, acc.data());
-      }
-      for (int64_t g = 0; g < group; ++g)
-        std::copy(acc.begin() + g * hdv, acc.begin() + (g + 1) * hdv,
-                  out + (t * p.n_head + hk * group + g) * hdv);
+    const int64_t t = item / p.n_head_kv, hk = item % p.n_head_kv;
+    const int64_t n_kv = int64_t(pos[t]) + 1;
+    for (int64_t g = 0; g < group; ++g)
+      quantize_act(qt, q + (t * p.n_head + hk * group + g) * hd, qbuf.data() + g * q_bytes, hd);
+    scores.resize(size_t(group * n_kv));
+    // K rows play the weight rows, the group's query heads the tokens: the dot kernels apply
+    // the cache type's numerics.
+    dot(k.type, hd, k.data + elem_offset(k.type, hk * hd), k.row_bytes, n_kv, qbuf.data(),
+        q_bytes, group, scores.data(), n_kv);
+    for (int64_t g = 0; g < group; ++g) softmax(n_kv, scores.data() + g * n_kv, p.scale);
+    const uint8_t* vbase = v.data + elem_offset(v.type, hk * hdv);
+    if (v.type == GgmlType::Q8_0) {
+      vrow.resize(size_t(n_kv * hdv));
+      for (int64_t j = 0; j < n_kv; ++j)
+        quant::dequantize_row(v.type, vbase + size_t(j) * v.row_bytes, vrow.data() + j * hdv, hdv);
+      vsum(n_kv, group, scores.data(), reinterpret_cast<const uint8_t*>(vrow.data()),
+           size_t(hdv) * sizeof(float), GgmlType::F32, hdv, acc.data());
+    } else {
+      vsum(n_kv, group, scores.data(), vbase, v.row_bytes, v.type, hdv, acc.data());
     }
-  }
+    for (int64_t g = 0; g < group; ++g)
+      std::copy(acc.begin() + g * hdv, acc.begin() + (g + 1) * hdv,
+                out + (t * p.n_head + hk * group + g) * hdv);
+  };
+  const int64_t n_items = nt * p.n_head_kv;
+  if (par)
+    parallel_for(n_items, item_fn);
+  else
+    for (int64_t item = 0; item < n_items; ++item) item_fn(item, 0);
 }
 
 }  // namespace minfer::cpu

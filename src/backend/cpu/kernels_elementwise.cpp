@@ -1,25 +1,13 @@
 // Row-wise and element-wise kernels with ggml's exact arithmetic (expf, double sums where
-// ggml uses ggml_float), plus the thread-count setting every kernel reads.
-#include <omp.h>
-
+// ggml uses ggml_float).
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_dot.h"
+#include "backend/cpu/threadpool.h"
 
 namespace minfer::cpu {
-namespace {
-std::atomic<int> g_threads{0};
-}  // namespace
-
-void set_threads(int n) { g_threads.store(std::max(1, n), std::memory_order_relaxed); }
-
-int threads() {
-  const int n = g_threads.load(std::memory_order_relaxed);
-  return n > 0 ? n : std::max(1, omp_get_max_threads());
-}
 
 void rms_norm(const float* x, const float* weight, int64_t nt, int64_t d, float eps, float* out) {
   for (int64_t t = 0; t < nt; ++t) {
@@ -42,12 +30,15 @@ namespace {
 void swiglu_any(const float* gate, const float* up, float* out, int64_t n) {
   const SwigluFn f = swiglu_fn(active_isa());
   constexpr int64_t kChunk = 1 << 14;
-  const int nth = n >= 4 * kChunk ? threads() : 1;
-#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
-  for (int64_t c = 0; c < (n + kChunk - 1) / kChunk; ++c) {
+  const int64_t n_chunks = (n + kChunk - 1) / kChunk;
+  auto chunk = [&](int64_t c, int) {
     const int64_t i = c * kChunk, m = std::min(kChunk, n - i);
     f(gate + i, up ? up + i : nullptr, out + i, m);
-  }
+  };
+  if (n >= 4 * kChunk)
+    parallel_for(n_chunks, chunk);
+  else
+    for (int64_t c = 0; c < n_chunks; ++c) chunk(c, 0);
 }
 }  // namespace
 

@@ -1,8 +1,6 @@
 // matmul and get_rows: the weight-reading kernels. Activations are converted to the weight
 // type's vec_dot type once per call; then row chunks of W are spread over the threads, each
 // chunk multiplied with every activation row (a weight panel is read once per token block).
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -10,6 +8,7 @@
 #include "backend/cpu/act_quant.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_dot.h"
+#include "backend/cpu/threadpool.h"
 #include "common/error.h"
 #include "quant/quant.h"
 
@@ -44,17 +43,20 @@ void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const flo
          type_name(w.type));
   const size_t xs = row_size(vdt, w.cols);
   uint8_t* xq = act_buffer(xs * size_t(nt));
-  const int nth = w.rows * w.cols * nt >= kParallelMacs ? threads() : 1;
+  const bool par = w.rows * w.cols * nt >= kParallelMacs;
 
-#pragma omp parallel for num_threads(nth) schedule(static) if (nt > 1 && nth > 1)
-  for (int64_t t = 0; t < nt; ++t) quantize_act(vdt, x + t * w.cols, xq + size_t(t) * xs, w.cols);
+  auto quantize = [&](int64_t t, int) {
+    quantize_act(vdt, x + t * w.cols, xq + size_t(t) * xs, w.cols);
+  };
+  if (par && nt > 1)
+    parallel_for(nt, quantize);
+  else
+    for (int64_t t = 0; t < nt; ++t) quantize(t, 0);
 
   const DotTileFn tile = dot_tile(w.type, active_isa());
   const int64_t n_chunks = (w.rows + kRowChunk - 1) / kRowChunk;
   const int64_t n_tblk = (nt + kTokenBlock - 1) / kTokenBlock;
-
-#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
-  for (int64_t c = 0; c < n_chunks * n_tblk; ++c) {
+  auto work = [&](int64_t c, int) {
     const int64_t rc = c / n_tblk, tb = c % n_tblk;
     const int64_t r0 = rc * kRowChunk, nr = std::min(kRowChunk, w.rows - r0);
     const int64_t t0 = tb * kTokenBlock, ntb = std::min(kTokenBlock, nt - t0);
@@ -64,7 +66,11 @@ void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const flo
     if (bias)
       for (int64_t t = 0; t < ntb; ++t)
         for (int64_t r = 0; r < nr; ++r) yc[t * w.rows + r] += bias[r0 + r];
-  }
+  };
+  if (par)
+    parallel_for(n_chunks * n_tblk, work);
+  else
+    for (int64_t c = 0; c < n_chunks * n_tblk; ++c) work(c, 0);
 }
 
 void get_rows(const WeightView& w, const int32_t* ids, int64_t n, float* out) {
