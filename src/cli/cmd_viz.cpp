@@ -1,0 +1,88 @@
+// `minfer viz MODEL`: a local web page showing the compute graph as executed, with per-node
+// statistics streamed while a prompt generates (src/server, viz/README.md).
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/run_common.h"
+#include "common/error.h"
+#include "server/viz_server.h"
+
+namespace {
+
+using namespace minfer;
+
+int run_viz(int argc, char** argv) {
+  CLI::App app{"Serve a web page showing MODEL's compute graph as executed, with per-node "
+               "statistics streamed (server-sent events) while a prompt generates.",
+               argv[0]};
+  std::string model_path, host = "127.0.0.1", kv_type = "f32";
+  int port = 8090, threads = 0;
+  int64_t n_ctx = 0;
+  bool chat = false, quiet = false;
+  app.add_option("model", model_path, "GGUF model file")->required();
+  app.add_option("--port", port, "TCP port (0 = any free port)")->check(CLI::Range(0, 65535));
+  app.add_option("--host", host, "address to bind (default 127.0.0.1: this machine only)");
+  app.add_option("-c,--ctx-size", n_ctx, "context size (default: the model's, at most 4096)");
+  app.add_option("-t,--threads", threads, "threads (default: the physical cores)");
+  app.add_option("--kv-type", kv_type, "KV cache type: f32, f16, q8_0");
+  app.add_flag("--chat", chat, "wrap each prompt in the model's chat template as a user message");
+  app.add_flag("-q,--quiet", quiet, "no load line on stderr");
+  cli::parse(app, argc, argv);
+
+  cli::Log log;
+  log.quiet = quiet;
+  cli::Loaded loaded = cli::load_model(model_path, log);
+  const runtime::Model& m = *loaded.model;
+
+  server::VizOptions opts;
+  opts.host = host;
+  opts.port = port;
+  opts.ctx.kv_type = cli::parse_kv_type(kv_type);
+  opts.ctx.n_ctx = cli::choose_n_ctx(m, n_ctx, opts.ctx.kv_type);
+  opts.ctx.n_threads = threads;
+  std::optional<std::string> tmpl;
+  if (chat) {
+    tmpl = cli::chat_template(m, "");
+    if (!tmpl) fail("{}: --chat: the model has no chat template", model_path);
+  }
+  opts.tokenize = [&m, tmpl](const std::string& text) {
+    if (!tmpl) return cli::tokenize_prompt(m, text);
+    const nlohmann::ordered_json msgs = nlohmann::ordered_json::array({{{"role", "user"}, {"content", text}}});
+    return cli::tokenize_prompt(m, cli::render_chat(m, *tmpl, msgs.dump(), true));
+  };
+
+  // Ctrl-C stops the server cleanly: the signals are taken by one thread with sigwait, since
+  // nothing the server does is async-signal-safe.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  server::VizServer srv(m, opts);
+  srv.bind();
+  std::printf("minfer viz: %s\n", srv.url().c_str());
+  std::fflush(stdout);
+  std::atomic<bool> signalled{false};
+  std::thread sig([&srv, &signalled, set] {
+    int s = 0;
+    sigwait(&set, &s);
+    signalled = true;
+    srv.stop();
+  });
+  srv.listen();
+  // listen() also returns when the server failed: make sure the signal thread can end.
+  if (!signalled) pthread_kill(sig.native_handle(), SIGTERM);
+  sig.join();
+  return 0;
+}
+
+}  // namespace
+
+MINFER_COMMAND(viz, "serve a live web view of the compute graph as executed", run_viz);
