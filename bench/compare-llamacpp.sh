@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# llama.cpp and minfer on the same GGUF file, same threads, in one sitting: ROUNDS rounds, each
+# running llama.cpp's native mini-bench and then `minfer bench`, so that the machine's load
+# drifts over both alike. Prints per-round numbers and a summary table with the medians over
+# rounds and the ratios minfer / llama.cpp for pp128, pp512 and tg64, the issue's targets
+# (decode >= 2x, prefill >= 3x) and the memory-bandwidth bound of decode.
+#
+# usage: bench/compare-llamacpp.sh MODEL.gguf [THREADS]
+# env:   LLAMACPP_ORACLE  the installed oracle folder (default /tmp/oracle)
+#        MINFER           the minfer binary (default: build/minfer of this checkout)
+#        ROUNDS (3), REPS (3: timed repetitions per engine per round), BW_GBS (31: memory read
+#        bandwidth for the bound), PP ("128,512"), TG (64), KV (f16; llama.cpp's default)
+#
+# tg follows llama-bench's convention on both sides: decode steps from an empty KV cache
+# (mini-bench --tg-empty). The oracle's README table measured tg after a 128-token prompt,
+# which is a little slower for both engines.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+model=${1:-}
+threads=${2:-2}
+oracle=${LLAMACPP_ORACLE:-/tmp/oracle}
+minfer=${MINFER:-$root/build/minfer}
+rounds=${ROUNDS:-3}
+reps=${REPS:-3}
+bw=${BW_GBS:-31}
+pp_list=${PP:-128,512}
+tg=${TG:-64}
+kv=${KV:-f16}
+
+if [[ -z "$model" || "$model" == -h || "$model" == --help ]]; then
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+fi
+[[ -f "$model" ]] || { echo "compare-llamacpp: $model: no such file" >&2; exit 1; }
+[[ -x "$minfer" ]] || { echo "compare-llamacpp: minfer binary $minfer not found (build it, or set MINFER=...)" >&2; exit 1; }
+mini="$oracle/native/mini-bench"
+if [[ ! -x "$mini" ]]; then
+  cat >&2 <<EOF
+compare-llamacpp: llama.cpp's mini-bench not found at $mini.
+Install the oracle (llama.cpp v0.4.0 from npm, ~730 MB, nothing goes into the repo), from the repo root:
+  cp -r ../shared/oracle /tmp/oracle && ln -sfn "\$(realpath ../shared)" /tmp/shared
+  (cd /tmp/oracle && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci && bash native/build.sh)
+then run again (or point LLAMACPP_ORACLE at another install folder).
+EOF
+  exit 1
+fi
+command -v node >/dev/null || { echo "compare-llamacpp: node is needed (it came with the oracle)" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+loadavg() { cut -d' ' -f1 /proc/loadavg; }
+
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ)  model $model  threads $threads  rounds $rounds  reps $reps  kv $kv"
+echo "# minfer: $minfer   llama.cpp: $mini"
+IFS=, read -r -a pps <<<"$pp_list"
+for ((r = 1; r <= rounds; r++)); do
+  for p in "${pps[@]}"; do
+    # One mini-bench run per prompt size (it takes one -p); the tg64 of the first one counts.
+    n=$([[ "$p" == "${pps[0]}" ]] && echo "$tg" || echo 1)
+    l0=$(loadavg)
+    "$mini" "$model" -p "$p" -n "$n" -t "$threads" -r "$reps" --tg-empty >"$tmp/llama-$r-$p.json"
+    echo "round $r llama.cpp pp$p (+tg$n): load $l0 -> $(loadavg)" >&2
+  done
+  l0=$(loadavg)
+  "$minfer" bench -m "$model" -p "$pp_list" -n "$tg" -t "$threads" -r "$reps" --kv-type "$kv" -o json >"$tmp/minfer-$r.json"
+  echo "round $r minfer: load $l0 -> $(loadavg)" >&2
+done
+
+node - "$tmp" "$rounds" "$pp_list" "$tg" "$bw" <<'EOF'
+const fs = require("fs");
+const [dir, rounds, ppList, tg, bw] = process.argv.slice(2);
+const pps = ppList.split(",").map(Number);
+const median = (a) => { const s = [...a].sort((x, y) => x - y), m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const rows = [];  // {test, llama: [per round], minfer: [per round]}
+const get = (t) => rows.find((r) => r.test === t) || (rows.push({test: t, llama: [], minfer: []}), rows[rows.length - 1]);
+let info = null;
+for (let r = 1; r <= Number(rounds); r++) {
+  for (const p of pps) {
+    const j = JSON.parse(fs.readFileSync(`${dir}/llama-${r}-${p}.json`, "utf8"));
+    get(`pp${p}`).llama.push(j.pp_tps.median);
+    if (p === pps[0]) get(`tg${tg}`).llama.push(j.tg_tps.median);
+  }
+  const m = JSON.parse(fs.readFileSync(`${dir}/minfer-${r}.json`, "utf8"));
+  for (const e of m) { get(e.test).minfer.push(median(e.samples_ts)); info = e; }
+}
+const target = (t) => t.startsWith("tg") ? 2.0 : 3.0;
+const bound = Number(bw) * 1e9 / info.bytes_per_token;
+// Weights that fit in the caches are not streamed from memory: no bandwidth bound then.
+const cached = info.bytes_per_token < 64e6;
+console.log(`\nminfer kernels: isa ${info.isa}, matmul ${JSON.stringify(info.matmul_isa)}, repacked at load: ${info.repacked_at_load}, KV ${info.kv_type}`);
+console.log(cached ? `decode bandwidth bound: none (${(info.bytes_per_token / 1e6).toFixed(1)} MB per token fits in the caches)\n`
+                   : `decode bandwidth bound: ${bw} GB/s / ${(info.bytes_per_token / 1e6).toFixed(1)} MB per token = ${bound.toFixed(1)} tok/s\n`);
+console.log("| test | llama.cpp t/s | minfer t/s | minfer / llama.cpp | target | minfer % of bw bound |");
+console.log("|---|---:|---:|---:|---:|---:|");
+for (const r of rows) {
+  const l = median(r.llama), m = median(r.minfer), ratio = m / l;
+  const pct = r.test.startsWith("tg") && !cached ? `${(100 * m / bound).toFixed(0)} %` : "";
+  console.log(`| ${r.test} | ${l.toFixed(2)} | ${m.toFixed(2)} | ${ratio.toFixed(2)}x ${ratio >= target(r.test) ? "(met)" : "(not met)"} | ${target(r.test).toFixed(1)}x | ${pct} |`);
+}
+console.log("\nper round (median of reps), llama.cpp / minfer:");
+for (const r of rows) console.log(`  ${r.test}: ${r.llama.map((v, i) => `${v.toFixed(1)}/${(r.minfer[i] ?? NaN).toFixed(1)}`).join("  ")}`);
+EOF

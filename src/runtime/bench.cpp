@@ -1,0 +1,115 @@
+#include "runtime/bench.h"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "common/error.h"
+#include "runtime/context.h"
+#include "runtime/model.h"
+
+namespace minfer::runtime {
+
+BenchTest pp_test(int64_t n) {
+  if (n < 1) fail("bench: prompt size {} must be >= 1", n);
+  return {"pp" + std::to_string(n), n, 0};
+}
+
+BenchTest tg_test(int64_t n) {
+  if (n < 1) fail("bench: generation length {} must be >= 1", n);
+  return {"tg" + std::to_string(n), 0, n};
+}
+
+std::vector<int32_t> bench_tokens(int64_t n_vocab, int64_t n, uint64_t seed) {
+  if (n_vocab < 1) fail("bench: the model has no vocabulary");
+  // Same range as the oracle's mini-bench: skip the lowest ids (byte/control tokens) and,
+  // for big vocabularies, everything past 32000 (added and special tokens live at the end).
+  const int64_t nv = std::min<int64_t>(n_vocab, 32000);
+  const int64_t margin = std::min<int64_t>(300, nv / 8);
+  const int64_t lo = margin, hi = std::max<int64_t>(nv - margin, lo + 1);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (auto& id : ids) id = int32_t(dist(rng));
+  return ids;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds for one run of the test from an empty cache.
+double run_once(Context& ctx, const std::vector<int32_t>& ids, const BenchTest& t, int64_t n_gen) {
+  ctx.truncate(0);
+  const auto t0 = Clock::now();
+  if (t.n_prompt > 0) {
+    ctx.decode(std::span<const int32_t>(ids.data(), size_t(t.n_prompt)), 1);
+  } else {
+    for (int64_t i = 0; i < n_gen; ++i) ctx.decode(std::span<const int32_t>(&ids[size_t(i)], 1), 1);
+  }
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+BenchResult run_bench(Context& ctx, const BenchTest& test, int reps, uint64_t seed) {
+  if (reps < 1) fail("bench: repetitions {} must be >= 1", reps);
+  const int64_t need = std::max(test.n_prompt, test.n_gen);
+  if (need < 1) fail("bench: test {} has no tokens", test.name);
+  if (need > ctx.n_ctx())
+    fail("bench: {} needs {} tokens of context, the context holds {}", test.name, need, ctx.n_ctx());
+  const std::vector<int32_t> ids = bench_tokens(ctx.n_vocab(), need, seed);
+
+  BenchResult r;
+  r.test = test.name;
+  r.threads = ctx.params().n_threads;
+  r.n_prompt = test.n_prompt;
+  r.n_gen = test.n_gen;
+  run_once(ctx, ids, test, std::min<int64_t>(test.n_gen, 4));  // warm-up
+  for (int i = 0; i < reps; ++i) {
+    const double s = run_once(ctx, ids, test, test.n_gen);
+    r.samples_ts.push_back(double(need) / std::max(s, 1e-9));
+  }
+  ctx.truncate(0);
+  summarize(r);
+  return r;
+}
+
+void summarize(BenchResult& r) {
+  const size_t n = r.samples_ts.size();
+  r.avg_ts = r.stddev_ts = 0;
+  if (n == 0) return;
+  double sum = 0;
+  for (double v : r.samples_ts) sum += v;
+  r.avg_ts = sum / double(n);
+  if (n < 2) return;
+  double ss = 0;
+  for (double v : r.samples_ts) ss += (v - r.avg_ts) * (v - r.avg_ts);
+  r.stddev_ts = std::sqrt(ss / double(n - 1));
+}
+
+ModelFootprint model_footprint(const Model& m) {
+  ModelFootprint f;
+  std::map<GgmlType, uint64_t> matrix_bytes;
+  uint64_t embd_bytes = 0, embd_row = 0;
+  for (const auto& t : m.tensors().all()) {
+    const int64_t rows = t.ne[1] * t.ne[2] * t.ne[3];
+    const uint64_t bytes = uint64_t(row_size(t.type, t.ne[0])) * uint64_t(rows);
+    f.tensor_bytes += bytes;
+    f.n_params += uint64_t(t.ne[0]) * uint64_t(rows);
+    if (rows > 1) matrix_bytes[t.type] += bytes;
+    if (t.name == "token_embd.weight") {
+      embd_bytes = bytes;
+      embd_row = uint64_t(row_size(t.type, t.ne[0]));
+    }
+  }
+  const bool tied = !m.tensors().has("output.weight");
+  f.bytes_per_token = f.tensor_bytes - (tied ? 0 : embd_bytes - embd_row);
+  uint64_t best = 0;
+  for (const auto& [type, bytes] : matrix_bytes)
+    if (bytes > best) best = bytes, f.main_type = type;
+  return f;
+}
+
+}  // namespace minfer::runtime

@@ -1,0 +1,87 @@
+// The helpers behind `minfer bench`: statistics against hand-computed values, the token ids'
+// determinism and range, the footprint against stories260K's known sizes, and a real run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernel_info.h"
+#include "common/error.h"
+#include "common/test_data.h"
+#include "runtime/bench.h"
+#include "runtime/context.h"
+#include "runtime/model.h"
+
+namespace rt = minfer::runtime;
+
+TEST(Bench, SummarizeIsMeanAndSampleStddev) {
+  rt::BenchResult r;
+  r.samples_ts = {1, 2, 3, 4};
+  rt::summarize(r);
+  EXPECT_DOUBLE_EQ(r.avg_ts, 2.5);
+  EXPECT_NEAR(r.stddev_ts, std::sqrt(5.0 / 3.0), 1e-12);  // sum of squares 5, n - 1 = 3
+  r.samples_ts = {7};
+  rt::summarize(r);
+  EXPECT_DOUBLE_EQ(r.avg_ts, 7);
+  EXPECT_DOUBLE_EQ(r.stddev_ts, 0);
+}
+
+TEST(Bench, TestNames) {
+  EXPECT_EQ(rt::pp_test(128).name, "pp128");
+  EXPECT_EQ(rt::pp_test(128).n_prompt, 128);
+  EXPECT_EQ(rt::tg_test(64).name, "tg64");
+  EXPECT_EQ(rt::tg_test(64).n_gen, 64);
+  EXPECT_THROW(rt::pp_test(0), minfer::Error);
+  EXPECT_THROW(rt::tg_test(-1), minfer::Error);
+}
+
+TEST(Bench, TokensAreDeterministicAndAvoidTheVocabularyEnds) {
+  const auto a = rt::bench_tokens(151936, 1000, 7), b = rt::bench_tokens(151936, 1000, 7);
+  const auto c = rt::bench_tokens(151936, 1000, 8);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  for (int32_t id : a) {
+    EXPECT_GE(id, 300);
+    EXPECT_LT(id, 32000 - 300);
+  }
+  for (int32_t id : rt::bench_tokens(512, 200, 1)) {  // small vocabulary: margin 512 / 8
+    EXPECT_GE(id, 64);
+    EXPECT_LT(id, 512 - 64);
+  }
+  EXPECT_THROW(rt::bench_tokens(0, 4, 1), minfer::Error);
+}
+
+TEST(Bench, MatmulIsaNeverAboveTheRequestedOne) {
+  using minfer::cpu::Isa;
+  for (auto t : {minfer::GgmlType::F32, minfer::GgmlType::F16, minfer::GgmlType::Q8_0,
+                 minfer::GgmlType::Q4_0, minfer::GgmlType::Q4_K, minfer::GgmlType::Q6_K}) {
+    EXPECT_EQ(minfer::cpu::matmul_isa(t, Isa::Scalar), Isa::Scalar);
+    EXPECT_LE(int(minfer::cpu::matmul_isa(t, Isa::Avx2)), int(Isa::Avx2));
+    EXPECT_LE(int(minfer::cpu::matmul_isa(t, Isa::Avx512)), int(Isa::Avx512));
+  }
+}
+
+TEST(Bench, StoriesFootprintAndRun) {
+  MINFER_REQUIRE_SHARED();
+  auto m = rt::Model::load(minfer::test::shared_path("models/stories260K.gguf"));
+  const auto fp = rt::model_footprint(*m);
+  // stories260K: 292,800 F32 parameters (llama.cpp prints "n_params = 292.80 K").
+  EXPECT_EQ(fp.n_params, 292800u);
+  EXPECT_EQ(fp.tensor_bytes, 292800u * 4);
+  EXPECT_EQ(fp.main_type, minfer::GgmlType::F32);
+  // Untied output: everything but the 512 x 64 embedding table, plus the one row read.
+  ASSERT_TRUE(m->tensors().has("output.weight"));
+  EXPECT_EQ(fp.bytes_per_token, fp.tensor_bytes - 512u * 64 * 4 + 64 * 4);
+
+  rt::ContextParams cp;
+  cp.n_ctx = 16;
+  cp.n_threads = 1;
+  rt::Context ctx(*m, cp);
+  const auto r = rt::run_bench(ctx, rt::tg_test(3), 2, 1);
+  EXPECT_EQ(r.test, "tg3");
+  ASSERT_EQ(r.samples_ts.size(), 2u);
+  for (double v : r.samples_ts) EXPECT_TRUE(std::isfinite(v) && v > 0);
+  EXPECT_EQ(ctx.n_past(), 0);  // the cache is left empty
+  EXPECT_THROW(rt::run_bench(ctx, rt::pp_test(17), 1, 1), minfer::Error);  // beyond n_ctx
+  EXPECT_THROW(rt::run_bench(ctx, rt::pp_test(4), 0, 1), minfer::Error);
+}
