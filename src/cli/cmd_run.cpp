@@ -151,6 +151,10 @@ int run_run(int argc, char** argv) {
   std::fflush(stdout);
   log.info("");
   cli::print_timings(log, loaded.load_ms, res);
+  // Graph reuse made visible: over a whole generation each graph type is built once.
+  const auto& st = ctx.stats();
+  log.detail("graphs: prefill built {}x, decode built {}x, reused {}x over {} evaluations",
+             st.prefill_builds, st.decode_builds, st.graph_reuses, st.decode_calls);
   return 0;
 }
 

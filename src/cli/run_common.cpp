@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -133,6 +134,21 @@ Loaded load_model(const std::string& path, Log& log) {
   return l;
 }
 
+// The memory this process may use: physical RAM, or less under a cgroup limit (containers).
+static double usable_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  double mem = pages > 0 && page > 0 ? double(pages) * double(page) : 0;
+  for (const char* f : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(f);
+    std::string v;
+    if (!(in >> v) || v == "max") continue;
+    char* end = nullptr;
+    const double lim = std::strtod(v.c_str(), &end);
+    if (end && *end == '\0' && lim > 0 && (mem == 0 || lim < mem)) mem = lim;
+  }
+  return mem;
+}
+
 int64_t choose_n_ctx(const runtime::Model& m, int64_t requested, GgmlType kv_type) {
   const auto& hp = m.hparams();
   if (requested > 0) {
@@ -145,9 +161,9 @@ int64_t choose_n_ctx(const runtime::Model& m, int64_t requested, GgmlType kv_typ
   const double per_token = double(hp.n_layer) * double(hp.n_embd_k() + hp.n_embd_v()) *
                            double(type_traits(kv_type).type_size) /
                            double(type_traits(kv_type).block_size);
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && page > 0 && per_token > 0) {
-    const double budget = double(pages) * double(page) / 4;
+  const double mem = usable_memory_bytes();
+  if (mem > 0 && per_token > 0) {
+    const double budget = mem / 4;
     n = std::min<int64_t>(n, std::max<int64_t>(256, int64_t(budget / per_token)));
   }
   return n;

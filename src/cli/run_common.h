@@ -84,7 +84,8 @@ struct Loaded {
 Loaded load_model(const std::string& path, Log& log);
 
 // The context size to use: the flag when given (Error beyond 1M tokens), else the trained
-// context capped at 4096 and at what a quarter of the machine's memory holds for the KV cache.
+// context capped at 4096 and at what a quarter of the memory this process may use (RAM, or
+// the cgroup limit when lower) holds for the KV cache.
 int64_t choose_n_ctx(const runtime::Model& m, int64_t requested, GgmlType kv_type);
 GgmlType parse_kv_type(const std::string& s);
 runtime::ContextParams context_params(const runtime::Model& m, const GenFlags& f);

@@ -129,6 +129,8 @@ class Writer {
   explicit Writer(uint64_t alignment = 32);
   void set(std::string key, Value v);  // replaces an existing key in place
   void remove(std::string_view key);
+  // The value set for `key` (nullptr when absent); valid until the next set/remove.
+  const Value* find(std::string_view key) const;
   using Producer = std::function<void(uint8_t* dst, size_t nbytes)>;
   void add_tensor(std::string name, GgmlType type, std::vector<int64_t> ne, Producer produce);
   void add_tensor(std::string name, GgmlType type, std::vector<int64_t> ne, const void* data);

@@ -132,6 +132,12 @@ void Writer::remove(std::string_view key) {
   std::erase_if(kv_, [&](const KV& e) { return e.key == key; });
 }
 
+const Value* Writer::find(std::string_view key) const {
+  for (const KV& e : kv_)
+    if (e.key == key) return &e.value;
+  return nullptr;
+}
+
 void Writer::add_tensor(std::string name, GgmlType type, std::vector<int64_t> ne,
                         Producer produce) {
   const TypeTraits* tr = type_traits(uint32_t(type));

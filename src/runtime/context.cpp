@@ -120,6 +120,7 @@ static Slot& prepare(Context::Impl& im, const Model& model, Stats& stats, int64_
   im.kv.ensure(g);
   s.cache.replace(std::move(g), gp);
   ++stats.graphs_built;
+  ++(nt == 1 ? stats.decode_builds : stats.prefill_builds);
   stats.t_build_ms += ms_since(t0);
   return s;
 }

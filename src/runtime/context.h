@@ -34,6 +34,8 @@ struct ContextParams {
 struct Stats {
   uint64_t graphs_built = 0;
   uint64_t graph_reuses = 0;
+  uint64_t prefill_builds = 0;  // graphs_built split by graph type (--verbose prints them)
+  uint64_t decode_builds = 0;
   uint64_t tokens_evaluated = 0;
   uint64_t decode_calls = 0;
   double t_eval_ms = 0;     // inside decode(), graph building included

@@ -35,22 +35,27 @@ const std::vector<ModelPreset>& presets() {
     ModelPreset m;
     m = shape("qwen2.5-0.5b", "qwen2", 24, 896, 4864, 14, 2, 64, 32768, 1e6, 1e-6);
     m.bias = true, m.qk_scale = 2, m.out_norm_scale = 5, m.bias_std = 0.1;
+    m.n_vocab = 151936;
     m.note = "Qwen2.5-0.5B(-Instruct) shape";
     add(m);
     m = shape("qwen2.5-1.5b", "qwen2", 28, 1536, 8960, 12, 2, 128, 32768, 1e6, 1e-6);
     m.bias = true, m.qk_scale = 2, m.out_norm_scale = 5, m.bias_std = 0.1;
+    m.n_vocab = 151936;
     m.note = "Qwen2.5-1.5B(-Instruct) shape";
     add(m);
     m = shape("qwen3-0.6b", "qwen3", 28, 1024, 3072, 16, 8, 128, 40960, 1e6, 1e-6);
     m.qk_norm = true, m.out_norm_scale = 5, m.qk_norm_scale = 1.5;
+    m.n_vocab = 151936;
     m.note = "Qwen3-0.6B shape (q/k head_dim 128 != n_embd/n_head)";
     add(m);
     m = shape("llama-3.2-1b", "llama", 16, 2048, 8192, 32, 8, 64, 131072, 5e5, 1e-5);
-    m.qk_scale = 2, m.out_norm_scale = 6;
-    m.note = "Llama-3.2-1B shape, tied output (no llama3 rope scaling factors)";
+    m.qk_scale = 2, m.out_norm_scale = 6, m.n_vocab = 128256;
+    m.rope_llama3_factor = 32, m.rope_low_freq_factor = 1, m.rope_high_freq_factor = 4;
+    m.rope_orig_ctx = 8192;
+    m.note = "Llama-3.2-1B shape, tied output, llama3 rope scaling (rope_freqs.weight)";
     add(m);
     m = shape("tinyllama-1.1b", "llama", 22, 2048, 5632, 32, 4, 64, 2048, 1e4, 1e-5);
-    m.tied = false, m.qk_scale = 2, m.out_norm_scale = 6;
+    m.tied = false, m.qk_scale = 2, m.out_norm_scale = 6, m.n_vocab = 32000;
     m.note = "TinyLlama-1.1B shape, untied output.weight";
     add(m);
     m = shape("llama", "llama", 30, 576, 1536, 9, 3, 64, 2048, 1e5, 1e-5);
@@ -59,10 +64,12 @@ const std::vector<ModelPreset>& presets() {
     add(m);
     m = shape("tiny-qwen2", "qwen2", 2, 128, 384, 4, 2, 32, 32768, 1e6, 1e-6);
     m.bias = true, m.std = 0.06, m.qk_scale = 2, m.out_norm_scale = 4, m.bias_std = 0.2;
+    m.n_vocab = 151936;
     m.note = "2 layers, GQA 4/2, biases, tied output";
     add(m);
     m = shape("tiny-qwen3", "qwen3", 3, 128, 384, 4, 2, 64, 40960, 1e6, 1e-6);
     m.qk_norm = true, m.std = 0.06, m.out_norm_scale = 4, m.qk_norm_scale = 1.5;
+    m.n_vocab = 151936;
     m.note = "3 layers, head_dim 64 (q dim 256 != n_embd 128), qk-norm, tied output";
     add(m);
     m = shape("tiny-llama", "llama", 4, 256, 768, 8, 4, 32, 4096, 1e4, 1e-5);
@@ -187,11 +194,17 @@ std::vector<TensorSpec> tensor_plan(const ModelPreset& p, int64_t n_vocab, GgmlT
   std::vector<TensorSpec> plan;
   const int64_t q_dim = p.n_head * p.head_dim, kv_dim = p.n_head_kv * p.head_dim;
   auto mat = [&](std::string n, int64_t ne0, int64_t ne1, double s, GgmlType t) {
-    plan.push_back({std::move(n), t, {ne0, ne1}, 0.0, s});
+    plan.push_back({std::move(n), t, {ne0, ne1}, 0.0, s, {}});
   };
   auto vec = [&](std::string n, int64_t len, double mean, double s) {
-    plan.push_back({std::move(n), GgmlType::F32, {len}, mean, s});
+    plan.push_back({std::move(n), GgmlType::F32, {len}, mean, s, {}});
   };
+  // The converter yields its derived tensors before the checkpoint's: rope_freqs comes first.
+  if (p.rope_llama3_factor > 0) {
+    std::vector<float> f = llama3_rope_factors(p);
+    const int64_t n = int64_t(f.size());
+    plan.push_back({"rope_freqs.weight", GgmlType::F32, {n}, 0.0, 0.0, std::move(f)});
+  }
   mat("token_embd.weight", p.n_embd, n_vocab, p.std, etype);
   vec("output_norm.weight", p.n_embd, p.out_norm_scale, 0.05 * p.out_norm_scale);
   if (!p.tied) mat("output.weight", p.n_embd, n_vocab, p.std, otype);
@@ -217,6 +230,53 @@ std::vector<TensorSpec> tensor_plan(const ModelPreset& p, int64_t n_vocab, GgmlT
   return plan;
 }
 
+std::vector<float> llama3_rope_factors(const ModelPreset& p) {
+  // Float32 throughout, as the converter's torch tensors are.
+  const int64_t dim = p.head_dim;
+  const float factor = float(p.rope_llama3_factor);
+  const float low = float(p.rope_low_freq_factor), high = float(p.rope_high_freq_factor);
+  const float old_ctx = float(p.rope_orig_ctx);
+  const double low_wavelen = double(p.rope_orig_ctx) / p.rope_low_freq_factor;
+  const double high_wavelen = double(p.rope_orig_ctx) / p.rope_high_freq_factor;
+  std::vector<float> out;
+  for (int64_t i = 0; i < dim; i += 2) {
+    const float freq = 1.0f / std::pow(float(p.rope_base), float(i) / float(dim));
+    const float wavelen = float(2 * M_PI) / freq;
+    if (wavelen < high_wavelen) out.push_back(1.0f);
+    else if (wavelen > low_wavelen) out.push_back(factor);
+    else {
+      const float smooth = (old_ctx / wavelen - low) / (high - low);
+      out.push_back(1.0f / ((1.0f - smooth) / factor + smooth));
+    }
+  }
+  return out;
+}
+
+// A file tokenizer padded to the checkpoint's embedding rows, the way llama.cpp's converter
+// fills the ids the tokenizer does not use: "[PADi]", type UNUSED, score 0.
+static void pad_vocab(gguf::Writer& w, int64_t from, int64_t to) {
+  using gguf::Value;
+  using gguf::ValueType;
+  constexpr int32_t kUnused = 5;
+  for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.scores"}) {
+    const Value* v = w.find(key);
+    if (!v || !v->as_array()) continue;
+    gguf::Array a = *v->as_array();
+    if (int64_t(a.items.size()) != from) fail("gen-model: {} has {} entries, {} expected", key, a.items.size(), from);
+    for (int64_t i = from; i < to; ++i) {
+      switch (a.elem_type) {
+        case ValueType::STRING: a.items.push_back(Value::str(fmt::format("[PAD{}]", i))); break;
+        case ValueType::I32: a.items.push_back(Value::i32(kUnused)); break;
+        case ValueType::U32: a.items.push_back(Value::u32(kUnused)); break;
+        case ValueType::F32: a.items.push_back(Value::f32(0.0f)); break;
+        default: fail("gen-model: {}: unexpected element type {}", key, value_type_name(a.elem_type));
+      }
+    }
+    const ValueType et = a.elem_type;
+    w.set(key, Value::array(et, std::move(a.items)));
+  }
+}
+
 GenModelInfo generate_model(const GenModelOptions& opts, const std::string& out_path) {
   ModelPreset p = find_preset(opts.preset);
   if (opts.n_layer < 0 || opts.n_layer > 1000) fail("gen-model: --layers {} is out of range", opts.n_layer);
@@ -230,7 +290,9 @@ GenModelInfo generate_model(const GenModelOptions& opts, const std::string& out_
   const uint32_t ftype = file_type_of(wtype);
 
   auto tok = load_tokenizer(opts.tokenizer);
-  const int64_t n_vocab = tok->n_vocab();
+  // The built-in tokenizer stays small (demo and test models); a file's is padded.
+  const int64_t n_vocab =
+      opts.tokenizer.empty() ? tok->n_vocab() : std::max<int64_t>(tok->n_vocab(), p.n_vocab);
 
   gguf::Writer w(32);
   using gguf::Value;
@@ -265,6 +327,7 @@ GenModelInfo generate_model(const GenModelOptions& opts, const std::string& out_
   w.set("general.file_type", Value::u32(ftype));
   if (type_traits(wtype).quantized) w.set("general.quantization_version", Value::u32(2));
   tok->write_gguf(w);
+  if (n_vocab > tok->n_vocab()) pad_vocab(w, tok->n_vocab(), n_vocab);
   if (!opts.chat_template_file.empty())
     w.set("tokenizer.chat_template", Value::str(read_text(opts.chat_template_file)));
   else if (opts.tokenizer.empty())
@@ -297,6 +360,12 @@ GenModelInfo generate_model(const GenModelOptions& opts, const std::string& out_
       const int64_t n0 = t.ne[0], rows = t.ne.size() > 1 ? t.ne[1] : 1;
       const size_t rs = row_size(t.type, n0);
       if (nbytes != rs * size_t(rows)) fail("gen-model: {}: size mismatch", t.name);
+      if (!t.values.empty()) {
+        if (t.type != GgmlType::F32 || nbytes != t.values.size() * sizeof(float))
+          fail("gen-model: {}: size mismatch", t.name);
+        std::memcpy(dst, t.values.data(), nbytes);
+        return;
+      }
       NormalStream stream(seed, t.name);
       // Row blocks of about 1M values: bounded memory whatever the tensor size.
       const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 20) / n0);

@@ -26,6 +26,13 @@ struct ModelPreset {
   // Weight scales: std of matrices, extra factor on attn_q/attn_k, mean of output_norm (sets
   // the logit spread of tied models), qwen2 bias std, mean of qwen3 q/k norm weights.
   double std = 0.02, qk_scale = 1, out_norm_scale = 1, bias_std = 0.1, qk_norm_scale = 1;
+  // The checkpoint's embedding rows: a tokenizer read from a file is padded up to it with
+  // "[PADi]" UNUSED tokens, as llama.cpp's converter does (0 = the tokenizer's own count).
+  int64_t n_vocab = 0;
+  // Llama 3 rope scaling (HF rope_scaling {rope_type llama3, factor, low/high_freq_factor,
+  // original_max_position_embeddings}); factor 0 = none. Stored as rope_freqs.weight.
+  double rope_llama3_factor = 0, rope_low_freq_factor = 1, rope_high_freq_factor = 4;
+  int64_t rope_orig_ctx = 8192;
   std::string note;
 };
 
@@ -60,9 +67,14 @@ struct TensorSpec {
   GgmlType type;
   std::vector<int64_t> ne;  // ggml order
   double mean, std;
+  std::vector<float> values;  // fixed contents instead of random ones (rope_freqs.weight)
 };
 std::vector<TensorSpec> tensor_plan(const ModelPreset& p, int64_t n_vocab, GgmlType type,
                                     GgmlType embd_type, GgmlType output_type);
+
+// rope_freqs.weight of a Llama 3 preset as llama.cpp's converter computes it (float32, one
+// factor per rotated pair: 1 for short wavelengths, `factor` for long ones, smoothed between).
+std::vector<float> llama3_rope_factors(const ModelPreset& p);
 
 // Writes the model (atomically: to OUT.tmp, then renamed). Error on a bad option.
 GenModelInfo generate_model(const GenModelOptions& opts, const std::string& out_path);

@@ -145,6 +145,25 @@ TEST_F(Cli, StopStringSplitAcrossTokensIsCaughtAndNotPrinted) {
   EXPECT_NE(r.err.find("stop string"), std::string::npos) << r.err;
 }
 
+TEST_F(Cli, VerboseShowsEachGraphBuiltOnceOver500Tokens) {
+  MINFER_REQUIRE_SHARED();
+  const Result r = run(stories() + " 'Once upon a time' -n 500 --ignore-eos --temp 0 --verbose");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("500 generated"), std::string::npos) << r.err;
+  // 1 prefill + 499 decode evaluations: 2 builds, 498 reuses.
+  EXPECT_NE(r.err.find("graphs: prefill built 1x, decode built 1x, reused 498x over 500 evaluations"),
+            std::string::npos)
+      << r.err;
+  // --log-file gets the same messages, stdout none of them.
+  const auto log = dir_ / "run.log";
+  const Result r2 = run(stories() + " 'Once upon a time' -n 8 --temp 0 --verbose --log-file " + q(log.string()));
+  ASSERT_EQ(r2.code, 0) << r2.err;
+  const std::string logged = slurp(log);
+  EXPECT_NE(logged.find("prompt eval time"), std::string::npos) << logged;
+  EXPECT_NE(logged.find("graphs: prefill built 1x"), std::string::npos) << logged;
+  EXPECT_EQ(r2.out.find("eval time"), std::string::npos);
+}
+
 TEST_F(Cli, DumpGraphWritesDotAndJson) {
   MINFER_REQUIRE_SHARED();
   const auto dot = dir_ / "g.dot", js = dir_ / "g.json";
@@ -157,6 +176,20 @@ TEST_F(Cli, DumpGraphWritesDotAndJson) {
   const json j = json::parse(slurp(js));
   EXPECT_EQ(j["nodes"].size(), std::stoul(m[1]));
   EXPECT_NE(slurp(dot).find("digraph"), std::string::npos);
+  // As executed: every node assigned, every live node placed in an arena; only the KV nodes
+  // (persistent regions) and Silus orphaned by the SwiGLU fusion have none.
+  int swiglu = 0;
+  for (const auto& n : j["nodes"]) {
+    EXPECT_EQ(n["backend"], "CPU") << n["name"];
+    const std::string op = n["op"];
+    swiglu += op == "SwiGLU";
+    if (op == "KvStore" || op == "KvLoad" || op == "Silu") EXPECT_TRUE(n["buffer"].is_null()) << n["name"];
+    else EXPECT_TRUE(n["buffer"].is_object() && n["buffer"]["size"].get<int64_t>() > 0) << n["name"];
+    for (const char* k : {"id", "name", "op", "payload", "src", "shape", "dtype"})
+      EXPECT_TRUE(n.contains(k)) << k;
+  }
+  EXPECT_EQ(swiglu, 5);  // stories260K: one per block, fused
+  EXPECT_EQ(j["params"]["n_tokens"], j["nodes"][0]["shape"][0]);
 }
 
 TEST_F(Cli, ChatPrefillsOnlyTheNewTokensEachTurn) {

@@ -50,6 +50,7 @@ uint64_t params_of(const std::string& preset, int64_t n_vocab) {
   const auto& p = tools::find_preset(preset);
   uint64_t n = 0;
   for (const auto& t : tools::tensor_plan(p, n_vocab, GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0)) {
+    if (t.name == "rope_freqs.weight") continue;  // derived by the converter, not a parameter
     uint64_t e = 1;
     for (auto x : t.ne) e *= uint64_t(x);
     n += e;
@@ -194,4 +195,30 @@ TEST(GenModel, BadOptionsAreClearErrors) {
   EXPECT_THROW(tools::generate_model(o, (d / "x.gguf").string()), Error);
   EXPECT_FALSE(fs::exists(d / "x.gguf"));
   fs::remove_all(d);
+}
+
+TEST(GenModel, Llama32CarriesLlama3RopeFactors) {
+  // Llama-3.2-1B's rope_scaling {factor 32, low_freq_factor 1, high_freq_factor 4,
+  // original_max_position_embeddings 8192}, theta 500000, head_dim 64, through the converter's
+  // formula (computed independently in double precision).
+  const std::vector<double> expected = {
+      1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1.6513292457638984, 3.2922621029408843,
+      9.666728978753293, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32};
+  const auto& p = tools::find_preset("llama-3.2-1b");
+  const std::vector<float> f = tools::llama3_rope_factors(p);
+  ASSERT_EQ(f.size(), expected.size());
+  for (size_t i = 0; i < f.size(); ++i) EXPECT_NEAR(f[i], expected[i], 1e-5 * expected[i]) << i;
+
+  // Planned first (the converter writes its derived tensors first), F32, with these values;
+  // the file's bytes are checked by test_gen_model_presets.
+  const auto plan = tools::tensor_plan(p, 128256, GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0);
+  ASSERT_FALSE(plan.empty());
+  EXPECT_EQ(plan[0].name, "rope_freqs.weight");
+  EXPECT_EQ(plan[0].type, GgmlType::F32);
+  EXPECT_EQ(plan[0].ne, std::vector<int64_t>{32});
+  EXPECT_EQ(plan[0].values, f);
+  // Presets without llama3 scaling have none.
+  for (const auto& t : tools::tensor_plan(tools::find_preset("tinyllama-1.1b"), 32000, GgmlType::Q8_0,
+                                          GgmlType::Q8_0, GgmlType::Q8_0))
+    EXPECT_NE(t.name, "rope_freqs.weight");
 }

@@ -110,6 +110,8 @@ TEST(Context, GraphReuseOverFiftyTokens) {
   }
   EXPECT_EQ(ctx.stats().graphs_built, 2u);   // the prefill graph and the decode graph
   EXPECT_EQ(ctx.stats().graph_reuses, 49u);  // every decode step after the first
+  EXPECT_EQ(ctx.stats().prefill_builds, 1u);
+  EXPECT_EQ(ctx.stats().decode_builds, 1u);
   EXPECT_EQ(ctx.stats().tokens_evaluated, 55u);
   EXPECT_EQ(ctx.n_past(), 55);
 }
