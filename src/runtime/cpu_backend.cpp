@@ -100,6 +100,18 @@ void CpuBackend::compute(const graph::CNode& node, sched::TensorMap& tm) {
   auto src_f32 = [&](size_t i) { return tm.f32(node.src.at(i)); };
   auto src_i32 = [&](size_t i) { return tm.i32(node.src.at(i)); };
   auto out = [&] { return tm.f32(node.id); };
+  // FusedQKV and FusedQkvNorm: the three projections of one input, then the shared epilogue.
+  auto fused_qkv = [&] {
+    const auto& m = std::get<graph::FusedQkvMeta>(node.meta);
+    const float* x = src_f32(0);
+    scratch_k_.resize(size_t(nt * m.n_head_kv * m.head_dim));
+    scratch_v_.resize(size_t(nt * m.n_head_kv * m.head_dim_v));
+    float* q = out();
+    matmul(tm, m.wq, m.bq, x, nt, q);
+    matmul(tm, m.wk, m.bk, x, nt, scratch_k_.data());
+    matmul(tm, m.wv, m.bv, x, nt, scratch_v_.data());
+    qkv_epilogue(tm, m, src_i32(1), nt, q, scratch_k_.data(), scratch_v_.data());
+  };
 
   std::visit(
       Overload{
@@ -168,28 +180,8 @@ void CpuBackend::compute(const graph::CNode& node, sched::TensorMap& tm) {
             sched::KvPair kv = tm.kv(m.layer);
             cpu::attention(src_f32(0), src_i32(2), nt, kv.k, kv.v, attn_params(m), out());
           },
-          [&](const graph::OpFusedQKV&) {
-            const auto& m = std::get<graph::FusedQkvMeta>(node.meta);
-            const float* x = src_f32(0);
-            scratch_k_.resize(size_t(nt * m.n_head_kv * m.head_dim));
-            scratch_v_.resize(size_t(nt * m.n_head_kv * m.head_dim_v));
-            float* q = out();
-            matmul(tm, m.wq, m.bq, x, nt, q);
-            matmul(tm, m.wk, m.bk, x, nt, scratch_k_.data());
-            matmul(tm, m.wv, m.bv, x, nt, scratch_v_.data());
-            qkv_epilogue(tm, m, src_i32(1), nt, q, scratch_k_.data(), scratch_v_.data());
-          },
-          [&](const graph::OpFusedQkvNorm&) {
-            const auto& m = std::get<graph::FusedQkvMeta>(node.meta);
-            const float* x = src_f32(0);
-            scratch_k_.resize(size_t(nt * m.n_head_kv * m.head_dim));
-            scratch_v_.resize(size_t(nt * m.n_head_kv * m.head_dim_v));
-            float* q = out();
-            matmul(tm, m.wq, m.bq, x, nt, q);
-            matmul(tm, m.wk, m.bk, x, nt, scratch_k_.data());
-            matmul(tm, m.wv, m.bv, x, nt, scratch_v_.data());
-            qkv_epilogue(tm, m, src_i32(1), nt, q, scratch_k_.data(), scratch_v_.data());
-          },
+          [&](const graph::OpFusedQKV&) { fused_qkv(); },
+          [&](const graph::OpFusedQkvNorm&) { fused_qkv(); },  // the epilogue applies the norms
           [&](const graph::OpQkvBiasRopeStore&) {
             const auto& m = std::get<graph::FusedQkvMeta>(node.meta);
             const int64_t dq = m.n_head * m.head_dim, dk = m.n_head_kv * m.head_dim,

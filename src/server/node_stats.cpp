@@ -1,5 +1,7 @@
 #include "server/node_stats.h"
 
+#include "runtime/node_trace.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -9,27 +11,18 @@
 namespace minfer::server {
 
 NodeStats compute_node_stats(const float* x, size_t n, int bins) {
+  // The summary is the trace's (one definition of min/max/mean/rms over the finite values);
+  // the page adds a histogram.
+  const runtime::OutputStats o = runtime::output_stats(x, n);
   NodeStats s;
   s.n = int64_t(n);
-  double sum = 0, sq = 0;
-  size_t finite = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    if (std::isnan(v)) {
-      ++s.nan;
-    } else if (std::isinf(v)) {
-      ++s.inf;
-    } else {
-      if (finite == 0 || v < s.min) s.min = v;
-      if (finite == 0 || v > s.max) s.max = v;
-      sum += v;
-      sq += double(v) * v;
-      ++finite;
-    }
-  }
-  if (finite == 0) return s;
-  s.mean = sum / double(finite);
-  s.rms = std::sqrt(sq / double(finite));
+  s.nan = o.nan;
+  s.inf = o.inf;
+  if (s.nan + s.inf == s.n) return s;
+  s.min = o.min;
+  s.max = o.max;
+  s.mean = o.mean;
+  s.rms = o.rms;
   bins = std::max(bins, 1);
   s.hist.assign(size_t(bins), 0);
   const double lo = s.min, width = (double(s.max) - lo) / bins;
