@@ -235,6 +235,33 @@ TEST(MatmulIsa, KQuantFastPathsAreBitIdenticalToScalar) {
   }
 }
 
+// Decode (one token) has its own kernels; they must compute each row exactly as the
+// multi-token tiles do, so a token's logits do not depend on whether it was decoded alone or
+// in a batch. Row counts cover the 16/8/pair/odd groupings of the one-token path.
+TEST(MatmulIsa, OneTokenPathEqualsBatchedTilesExactly) {
+  for (GgmlType t : matmul_types()) {
+    for (int64_t rows : {1, 2, 3, 15, 16, 17, 25, 40}) {
+      std::mt19937 rng(uint32_t(31 + rows));
+      const int64_t cols = type_traits(t).block_size == 256 ? 512 : 96;
+      const auto wbuf = random_weights(t, rows, cols, rng);
+      const auto x1 = test::random_floats(size_t(cols), rng);
+      std::vector<float> x2(x1);
+      x2.insert(x2.end(), x1.begin(), x1.end());  // the same token twice
+      WeightView w{t, wbuf.data(), rows, cols, row_size(t, cols)};
+      for (Isa isa : isas()) {
+        force_isa(isa);
+        std::vector<float> y1(static_cast<size_t>(rows)), y2(static_cast<size_t>(2 * rows));
+        matmul(w, x1.data(), 1, y1.data(), nullptr);
+        matmul(w, x2.data(), 2, y2.data(), nullptr);
+        for (int64_t r = 0; r < rows; ++r)
+          ASSERT_EQ(y1[r], y2[r]) << type_name(t) << " rows " << rows << " row " << r << " on "
+                                  << isa_name(isa);
+      }
+      reset_isa();
+    }
+  }
+}
+
 TEST(CpuFeatures, EnvironmentCapsThePath) {
   setenv("MINFER_ISA", "scalar", 1);
   reset_isa();
