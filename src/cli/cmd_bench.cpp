@@ -73,11 +73,7 @@ std::map<std::string, std::string> matmul_paths(const minfer::runtime::Model& m)
   return out;
 }
 
-bool any_repacked(const minfer::runtime::Model& m) {
-  for (const auto& t : m.tensors().all())
-    if (t.ne[1] > 1 && minfer::cpu::weights_repacked_at_load(t.type)) return true;
-  return false;
-}
+bool any_repacked(const minfer::runtime::Model& m) { return m.weights().n_packed() > 0; }
 
 struct Row {
   BenchResult r;
@@ -143,8 +139,11 @@ int run_bench_cmd(int argc, char** argv) {
   if (active != detected)
     std::fprintf(stderr, "minfer bench: warning: kernels run %s, the CPU supports %s (MINFER_ISA?)\n",
                  minfer::cpu::isa_name(active), minfer::cpu::isa_name(detected));
+  // Types without a kernel at the active level (AVX-512 at most: AMX serves only the packed
+  // types) fall back to a lower one.
+  const auto floor = std::min(active, minfer::cpu::Isa::Avx512);
   for (const auto& [type, isa] : paths)
-    if (isa != std::string(minfer::cpu::isa_name(active)))
+    if (auto t = minfer::type_from_name(type); t && minfer::cpu::matmul_isa(*t) < floor)
       std::fprintf(stderr, "minfer bench: warning: %s weights fall back to the %s kernels\n",
                    type.c_str(), isa.c_str());
 

@@ -24,7 +24,9 @@ int64_t rows_of(const CNode& n) { return n.shape[1] * n.shape[2] * n.shape[3]; }
 
 cpu::WeightView view(TensorMap& tm, const std::string& name) {
   const sched::WeightRef& w = tm.weight(name);
-  return cpu::make_weight_view(name, w.type, w.data, w.ne);
+  cpu::WeightView v = cpu::make_weight_view(name, w.type, w.data, w.ne);
+  v.packed = w.packed;
+  return v;
 }
 
 // Biases, norm weights and rope frequency factors are F32 vectors (check_tensors made sure).

@@ -2,13 +2,15 @@
 
 #include <cstdio>
 
+#include "backend/cpu/backend.h"
+#include "backend/cpu/kernel_info.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::runtime {
 
-ModelWeights::ModelWeights(const models::TensorTable& t) {
+ModelWeights::ModelWeights(const models::TensorTable& t, bool repack, bool verbose) {
   for (const models::TensorRef& r : t.all()) {
     sched::WeightRef w;
     w.type = r.type;
@@ -16,6 +18,27 @@ ModelWeights::ModelWeights(const models::TensorTable& t) {
     w.ne = r.ne;
     w.nbytes = row_size(r.type, r.ne[0]) * size_t(r.ne[1] * r.ne[2] * r.ne[3]);
     refs_.emplace(r.name, w);
+  }
+  if (!repack) return;
+  // The embedding is read row by row (get_rows) from the mapping; it is a matmul weight only
+  // when the model ties its output matrix to it.
+  const bool tied = refs_.find("output.weight") == refs_.end();
+  for (const models::TensorRef& r : t.all()) {
+    if (r.name == "token_embd.weight" && !tied) continue;
+    if (r.ne[2] != 1 || r.ne[3] != 1 || !cpu::packable(r.type, r.ne[1], r.ne[0]) ||
+        !cpu::weights_repacked_at_load(r.type))
+      continue;
+    const cpu::WeightView v = cpu::make_weight_view(r.name, r.type, r.data, r.ne);
+    const size_t bytes = cpu::packed_bytes(r.type, v.rows, v.cols);
+    cpu::AlignedBuffer buf = cpu::aligned_buffer(bytes);
+    cpu::pack_weight(v, buf.get());
+    refs_[r.name].packed = buf.get();
+    packed_.push_back(std::move(buf));
+    packed_bytes_ += bytes;
+    if (verbose)
+      std::fprintf(stderr, "repacked %s: %s %lld x %lld -> x16 rows (%.1f MiB)\n", r.name.c_str(),
+                   std::string(type_name(r.type)).c_str(), (long long)v.rows, (long long)v.cols,
+                   double(bytes) / 1048576.0);
   }
 }
 
@@ -32,7 +55,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   if (opts.progress) opts.progress(0.3);
   m->tensors_ = models::TensorTable::from_gguf(*m->file_);
   m->hp_ = models::hparams_from_gguf(*m->file_, m->tensors_);
-  m->weights_ = std::make_unique<ModelWeights>(m->tensors_);
+  m->weights_ = std::make_unique<ModelWeights>(m->tensors_, opts.repack, opts.verbose);
   if (opts.progress) opts.progress(0.6);
   m->tok_ = tok::Tokenizer::from_gguf(*m->file_);
   if (m->tok_->n_vocab() != m->hp_.n_vocab) {

@@ -5,7 +5,9 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
+#include "backend/cpu/repack.h"
 #include "models/hparams.h"
 #include "models/tensors.h"
 #include "sched/backend.h"
@@ -20,18 +22,25 @@ class Tokenizer;
 namespace minfer::runtime {
 
 struct LoadOptions {
-  bool verbose = false;                    // one summary line on stderr
+  bool verbose = false;                    // a summary line (and one per repacked tensor) on stderr
+  bool repack = true;                      // repacked copies of the matmul weights (repack.h)
   std::function<void(double)> progress;   // 0..1
 };
 
-// Name -> WeightRef over a TensorTable (the GGUF mapping).
+// Name -> WeightRef over a TensorTable (the GGUF mapping). With `repack`, every matmul weight
+// the active CPU kernels have a packed layout for gets a repacked copy at construction
+// (WeightRef::packed); the embedding stays unpacked unless it is also the output matrix.
 class ModelWeights final : public sched::WeightStore {
  public:
-  explicit ModelWeights(const models::TensorTable& t);
+  explicit ModelWeights(const models::TensorTable& t, bool repack = false, bool verbose = false);
   const sched::WeightRef* find(const std::string& name) const override;
+  size_t n_packed() const { return packed_.size(); }
+  size_t packed_bytes() const { return packed_bytes_; }
 
  private:
   std::unordered_map<std::string, sched::WeightRef> refs_;
+  std::vector<cpu::AlignedBuffer> packed_;
+  size_t packed_bytes_ = 0;
 };
 
 class Model {

@@ -25,6 +25,7 @@ struct WeightRef {
   const uint8_t* data = nullptr;
   std::array<int64_t, 4> ne{1, 1, 1, 1};
   size_t nbytes = 0;
+  const uint8_t* packed = nullptr;  // a load-time repacked copy for the CPU kernels, or nullptr
 };
 
 class WeightStore {

@@ -10,6 +10,7 @@ enum class Isa : uint8_t {
   Scalar = 0,  // plain C++, the reference every other path is tested against
   Avx2 = 1,    // AVX2 + FMA + F16C
   Avx512 = 2,  // AVX-512 F/BW/VL + VNNI (on top of Avx2)
+  Amx = 3,     // AMX-INT8 tiles for prefill matmuls (on top of Avx512), when the OS allows them
 };
 
 const char* isa_name(Isa isa);
@@ -18,7 +19,7 @@ const char* isa_name(Isa isa);
 Isa detected_isa();
 
 // The path kernels use now: detected_isa(), capped by the environment variable
-// MINFER_ISA=scalar|avx2|avx512 when set, unless force_isa() chose another.
+// MINFER_ISA=scalar|avx2|avx512|amx when set, unless force_isa() chose another.
 Isa active_isa();
 
 // Makes the kernels use `isa`; Error when the CPU cannot run it. Not thread-safe with

@@ -1,16 +1,30 @@
 #include "backend/cpu/kernel_info.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "backend/cpu/kernels_dot.h"
+#include "backend/cpu/packed_gemm.h"
 
 namespace minfer::cpu {
 
-// Mirrors dot_tile()'s fallback order (kernels_dot.cpp).
+namespace {
+bool repack_enabled() {
+  const char* off = std::getenv("MINFER_NO_REPACK");
+  return !(off && *off && std::string_view(off) != "0");
+}
+}  // namespace
+
+// Mirrors matmul()'s choice: packed kernels first, then dot_tile()'s fallback order.
 Isa matmul_isa(GgmlType wtype, Isa isa) {
+  if (isa >= Isa::Amx && packed_gemm_amx(wtype) && repack_enabled()) return Isa::Amx;
   if (isa >= Isa::Avx512 && dot_tile_avx512(wtype)) return Isa::Avx512;
   if (isa >= Isa::Avx2 && dot_tile_avx2(wtype)) return Isa::Avx2;
   return Isa::Scalar;
 }
 
-bool weights_repacked_at_load(GgmlType) { return false; }
+bool weights_repacked_at_load(GgmlType wtype) {
+  return repack_enabled() && packed_gemm(wtype, active_isa()) != nullptr;
+}
 
 }  // namespace minfer::cpu

@@ -7,13 +7,14 @@
 
 namespace minfer::cpu {
 
-// The ISA of the kernel that matmul uses for weights of `wtype` when the active path is `isa`.
+// The ISA of the best kernel that matmul uses for weights of `wtype` when the active path is
+// `isa` (Amx: prefill on AMX tiles, decode on AVX-512 VNNI, over repacked weights).
 Isa matmul_isa(GgmlType wtype, Isa isa);
 inline Isa matmul_isa(GgmlType wtype) { return matmul_isa(wtype, active_isa()); }
 
-// Whether weights are repacked into another layout when the model is loaded. The kernels
-// repack Q8_0-activation types into 16-row panels on the fly inside prefill GEMMs only; no
-// load-time repacking exists yet, so this is false until the kernels gain it.
+// Whether a model loaded now repacks matmul weights of this type (repack.h) for the active
+// ISA: Q8_0 and Q4_0 on AVX-512 VNNI and AMX, unless MINFER_NO_REPACK is set (to measure or
+// debug the GGUF-layout kernels). Only matrices whose row count is a multiple of 16 are packed.
 bool weights_repacked_at_load(GgmlType wtype);
 
 }  // namespace minfer::cpu

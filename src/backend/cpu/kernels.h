@@ -31,6 +31,9 @@ struct WeightView {
   int64_t rows = 0;       // output features
   int64_t cols = 0;       // input features (row length)
   size_t row_bytes = 0;   // row_size(type, cols)
+  // The same matrix in the x16 layout of repack.h (64-byte aligned), or nullptr. matmul uses
+  // it when the active ISA has a packed kernel for the type, `data` otherwise.
+  const uint8_t* packed = nullptr;
 };
 
 // y[t][r] = dot(W[r], x[t]) (+ bias[r] when bias != nullptr), for t < nt, r < rows.

@@ -8,6 +8,8 @@
 #include "backend/cpu/act_quant.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_dot.h"
+#include "backend/cpu/packed_gemm.h"
+#include "backend/cpu/repack.h"
 #include "backend/cpu/threadpool.h"
 #include "common/error.h"
 #include "quant/quant.h"
@@ -32,10 +34,69 @@ uint8_t* act_buffer(size_t bytes) {
   return reinterpret_cast<uint8_t*>((p + 63) & ~uintptr_t(63));
 }
 
+template <class T>
+T* scratch_array(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+// Groups of 16 rows per work item: decode streams weights, so chunks stay small enough for
+// the threads to share the tail of a matrix; prefill reuses each panel over up to
+// kTokenBlock tokens.
+constexpr int64_t kDecodeGroups = 4;
+constexpr int64_t kPrefillGroups = 2;
+
+void matmul_packed(const WeightView& w, PackedGemmFn f, const float* x, int64_t nt, float* y,
+                   const float* bias) {
+  const int64_t nb = w.cols / 32;
+  const size_t xs = row_size(GgmlType::Q8_0, w.cols);
+  uint8_t* xq = act_buffer(xs * size_t(nt));
+  thread_local std::vector<float> dbuf;
+  thread_local std::vector<int32_t> cbuf;
+  float* xd = scratch_array(dbuf, size_t(nt * nb));
+  int32_t* xc = scratch_array(cbuf, size_t(nt * nb));
+  const bool par = w.rows * w.cols * nt >= kParallelMacs;
+  auto quantize = [&](int64_t t, int) {
+    uint8_t* row = xq + size_t(t) * xs;
+    quantize_act(GgmlType::Q8_0, x + t * w.cols, row, w.cols);
+    packed_act_sums(w.type, row, nb, xd + t * nb, xc + t * nb);
+  };
+  if (par && nt > 1)
+    parallel_for(nt, quantize);
+  else
+    for (int64_t t = 0; t < nt; ++t) quantize(t, 0);
+
+  const int64_t groups = w.rows / kPackRows;
+  const int64_t per = nt == 1 ? kDecodeGroups : kPrefillGroups;
+  const int64_t n_gc = (groups + per - 1) / per;
+  const int64_t n_tblk = (nt + kTokenBlock - 1) / kTokenBlock;
+  const size_t gb = packed_group_bytes(w.type, w.cols);
+  auto work = [&](int64_t c, int) {
+    const int64_t gc = c / n_tblk, tb = c % n_tblk;
+    const int64_t g0 = gc * per, ng = std::min(per, groups - g0);
+    const int64_t t0 = tb * kTokenBlock, ntb = std::min(kTokenBlock, nt - t0);
+    const PackedAct xa{xq + size_t(t0) * xs, xs, xd + t0 * nb, xc + t0 * nb};
+    float* yc = y + t0 * w.rows + g0 * kPackRows;
+    f(w.type, w.packed + size_t(g0) * gb, ng, nb, xa, ntb, yc, w.rows);
+    if (bias)
+      for (int64_t t = 0; t < ntb; ++t)
+        for (int64_t r = 0; r < ng * kPackRows; ++r) yc[t * w.rows + r] += bias[g0 * kPackRows + r];
+  };
+  if (par)
+    parallel_for(n_gc * n_tblk, work);
+  else
+    for (int64_t c = 0; c < n_gc * n_tblk; ++c) work(c, 0);
+}
+
 }  // namespace
 
 void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const float* bias) {
   if (nt <= 0 || w.rows <= 0) return;
+  if (w.packed && packable(w.type, w.rows, w.cols))
+    if (const PackedGemmFn f = packed_gemm(w.type, active_isa())) {
+      matmul_packed(w, f, x, nt, y, bias);
+      return;
+    }
   const GgmlType vdt = vec_dot_type(w.type);
   const int64_t bs = type_traits(vdt).block_size;
   if (w.cols % bs != 0 || w.cols % type_traits(w.type).block_size != 0)

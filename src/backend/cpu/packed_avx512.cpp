@@ -1,0 +1,284 @@
+// The packed-layout matmul kernels (packed_gemm.h) on AVX-512 VNNI, and on AMX for prefill.
+// Per group of 16 rows and block: 8 zmm of unsigned quants (Q4_0: 4 zmm, split into low and
+// high nibbles); per token, 8 vpdpbusd with 4 activation bytes broadcast, starting from the
+// offset correction, then one convert and one FMA for 16 outputs. AMX computes the same
+// 16 tokens x 16 rows x 32 integer sums with one tile product (TDPBSUD: signed activations x
+// unsigned weights), stored and then scaled exactly as above.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/packed_gemm.h"
+#include "backend/cpu/repack.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+namespace minfer::cpu {
+namespace {
+// Per-thread scratch, compiled before the target pragma (std::vector's inline code must not be
+// instantiated with AVX-512 enabled).
+uint8_t* unpack_buffer(size_t bytes) {
+  thread_local std::vector<uint8_t> buf;
+  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+}
+}  // namespace
+}  // namespace minfer::cpu
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
+#pragma GCC optimize("fp-contract=off")
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace minfer::cpu {
+namespace {
+
+inline int32_t load_i32(const uint8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+
+// Decode streams each group front to back: fetch this far ahead of the loads.
+constexpr int kPrefetch = 2048;
+
+template <bool kQ4>
+inline void load_quants(const uint8_t* q, __m512i* w) {
+  if constexpr (kQ4) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_load_si512(q + 64 * k);
+      w[k] = _mm512_and_si512(v, m4);
+      w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    }
+  } else {
+    for (int k = 0; k < 8; ++k) w[k] = _mm512_load_si512(q + 64 * k);
+  }
+}
+
+// T tokens (from t0) x one group.
+template <bool kQ4, int T>
+inline void vnni_tile(const uint8_t* grp, int64_t nb, const PackedAct& x, int64_t t0, float* y,
+                      int64_t ldy) {
+  constexpr size_t qb = kQ4 ? 256 : 512;
+  const uint8_t* sc = grp + size_t(nb) * qb;
+  __m512 acc[T];
+  const uint8_t* xr[T];
+  for (int t = 0; t < T; ++t) {
+    acc[t] = _mm512_setzero_ps();
+    xr[t] = x.q + size_t(t0 + t) * x.stride + 2;
+  }
+  const float* xd = x.d + t0 * nb;
+  const int32_t* xc = x.c + t0 * nb;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* q = grp + size_t(b) * qb;
+    if constexpr (T == 1) _mm_prefetch((const char*)(q + kPrefetch), _MM_HINT_T0);
+    __m512i w[8];
+    load_quants<kQ4>(q, w);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(sc + 32 * b)));
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = xr[t] + 34 * b;
+      __m512i s0 = _mm512_set1_epi32(xc[t * nb + b]);
+      __m512i s1 = _mm512_setzero_si512();
+      for (int k = 0; k < 8; k += 2) {
+        s0 = _mm512_dpbusd_epi32(s0, w[k], _mm512_set1_epi32(load_i32(xb + 4 * k)));
+        s1 = _mm512_dpbusd_epi32(s1, w[k + 1], _mm512_set1_epi32(load_i32(xb + 4 * k + 4)));
+      }
+      const __m512 p = _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1));
+      acc[t] = _mm512_fmadd_ps(p, _mm512_mul_ps(dw, _mm512_set1_ps(xd[t * nb + b])), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + (t0 + t) * ldy, acc[t]);
+}
+
+template <bool kQ4>
+inline void vnni_group(const uint8_t* grp, int64_t nb, const PackedAct& x, int64_t t0,
+                       int64_t nt, float* y, int64_t ldy) {
+  for (; t0 + 8 <= nt; t0 += 8) vnni_tile<kQ4, 8>(grp, nb, x, t0, y, ldy);
+  for (; t0 + 4 <= nt; t0 += 4) vnni_tile<kQ4, 4>(grp, nb, x, t0, y, ldy);
+  for (; t0 < nt; ++t0) vnni_tile<kQ4, 1>(grp, nb, x, t0, y, ldy);
+}
+
+template <bool kQ4>
+void gemm_vnni(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const PackedAct& x,
+               int64_t nt, float* y, int64_t ldy) {
+  const size_t gb = packed_group_bytes(kQ4 ? GgmlType::Q4_0 : GgmlType::Q8_0, nb * 32);
+  for (int64_t g = 0; g < n_groups; ++g) vnni_group<kQ4>(wp + size_t(g) * gb, nb, x, 0, nt, y + 16 * g, ldy);
+}
+
+void sums_avx512(int offset, const uint8_t* row, int64_t nb, float* d, int32_t* c) {
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + 34 * b;
+    uint16_t h;
+    __builtin_memcpy(&h, blk, 2);
+    d[b] = _cvtsh_ss(h);
+    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
+                                          _mm256_loadu_si256((const __m256i*)(blk + 2)));
+    __m128i v = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4E));
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xB1));
+    c[b] = -offset * _mm_cvtsi128_si32(v);
+  }
+}
+
+// ---- AMX ------------------------------------------------------------------------------------
+// Per 16-row group pair and 32-token pair of tiles, per block: 2 activation tiles (16 tokens x
+// 32 bytes), 2 weight tiles (8 rows of 16 x 4 signed bytes), 4 products (TDPBSSD) into 4
+// int32 tiles, stored and scaled into float accumulators in L1. The epilogue of block b - 1 runs
+// after the products of block b are issued, so the AMX unit and the vector units overlap.
+
+struct alignas(64) TileConfig {
+  uint8_t palette;
+  uint8_t start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+
+// Tiles 0-3: int32 sums (token tile i, group j) at 2 i + j; 4, 5: activations; 6, 7: weights.
+// A constant in read-only memory: the compiler cannot drop stores it does not see LDTILECFG read.
+constexpr TileConfig kTileConfig = {
+    1, 0, {}, {64, 64, 64, 64, 32, 32, 64, 64}, {16, 16, 16, 16, 16, 16, 8, 8}};
+
+// The group's quants as signed bytes in 512-byte blocks (AMX multiplies bytes; signed weights
+// need no offset correction).
+template <bool kQ4>
+inline void signed_panel(const uint8_t* grp, int64_t nb, uint8_t* out) {
+  constexpr size_t qb = kQ4 ? 256 : 512;
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i w[8];
+    load_quants<kQ4>(grp + qb * size_t(b), w);
+    const __m512i k = _mm512_set1_epi8(kQ4 ? 8 : char(0x80));
+    for (int i = 0; i < 8; ++i)
+      _mm512_store_si512(out + 512 * b + 64 * i, kQ4 ? _mm512_sub_epi8(w[i], k) : _mm512_xor_si512(w[i], k));
+  }
+}
+
+// acc[16 i + m][16 j ..] += float(sums of tile (i, j), row m) * (d_w[j] * d_x[token 16 i + m]).
+template <int NT, int NG>
+inline void amx_epilogue(const int32_t* sums, const uint8_t* const* sc, int64_t b, const float* xd,
+                         int64_t nb, float* acc) {
+  __m512 dw[NG];
+  for (int j = 0; j < NG; ++j) dw[j] = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(sc[j] + 32 * b)));
+  for (int i = 0; i < NT; ++i)
+    for (int m = 0; m < 16; ++m) {
+      const __m512 dx = _mm512_set1_ps(xd[(16 * i + m) * nb + b]);
+      for (int j = 0; j < NG; ++j) {
+        float* a = acc + (16 * i + m) * 32 + 16 * j;
+        const __m512 p = _mm512_cvtepi32_ps(_mm512_load_si512(sums + 256 * (2 * i + j) + 16 * m));
+        _mm512_store_ps(a, _mm512_fmadd_ps(p, _mm512_mul_ps(dw[j], dx), _mm512_load_ps(a)));
+      }
+    }
+}
+
+// NT token tiles (from t0) x NG groups whose signed quants are at panel (nb * 512 bytes each).
+template <int NT, int NG>
+__attribute__((target("amx-tile,amx-int8"))) inline void amx_block(
+    const uint8_t* panel, const uint8_t* const* sc, int64_t nb, const PackedAct& x, int64_t t0,
+    float* y, int64_t ldy, int32_t* sums, float* acc) {
+  for (int r = 0; r < 16 * NT; ++r)
+    for (int j = 0; j < NG; ++j) _mm512_store_ps(acc + 32 * r + 16 * j, _mm512_setzero_ps());
+  const uint8_t* xa = x.q + size_t(t0) * x.stride + 2;
+  const long xs = long(x.stride);
+  const float* xd = x.d + t0 * nb;
+  for (int64_t b = 0; b < nb; ++b) {
+    _tile_loadd(4, xa + 34 * b, xs);
+    if constexpr (NT == 2) _tile_loadd(5, xa + 16 * x.stride + 34 * b, xs);
+    _tile_loadd(6, panel + 512 * b, 64);
+    if constexpr (NG == 2) _tile_loadd(7, panel + 512 * (nb + b), 64);
+    _tile_zero(0);
+    _tile_dpbssd(0, 4, 6);
+    if constexpr (NG == 2) {
+      _tile_zero(1);
+      _tile_dpbssd(1, 4, 7);
+    }
+    if constexpr (NT == 2) {
+      _tile_zero(2);
+      _tile_dpbssd(2, 5, 6);
+      if constexpr (NG == 2) {
+        _tile_zero(3);
+        _tile_dpbssd(3, 5, 7);
+      }
+    }
+    int32_t* sb = sums + 1024 * (b & 1);
+    _tile_stored(0, sb, 64);
+    if constexpr (NG == 2) _tile_stored(1, sb + 256, 64);
+    if constexpr (NT == 2) {
+      _tile_stored(2, sb + 512, 64);
+      if constexpr (NG == 2) _tile_stored(3, sb + 768, 64);
+    }
+    if (b > 0) amx_epilogue<NT, NG>(sums + 1024 * ((b - 1) & 1), sc, b - 1, xd, nb, acc);
+  }
+  amx_epilogue<NT, NG>(sums + 1024 * ((nb - 1) & 1), sc, nb - 1, xd, nb, acc);
+  for (int r = 0; r < 16 * NT; ++r)
+    for (int j = 0; j < NG; ++j)
+      _mm512_storeu_ps(y + (t0 + r) * ldy + 16 * j, _mm512_load_ps(acc + 32 * r + 16 * j));
+}
+
+template <bool kQ4>
+__attribute__((target("amx-tile,amx-int8"))) void gemm_amx(GgmlType type, const uint8_t* wp,
+                                                           int64_t n_groups, int64_t nb,
+                                                           const PackedAct& x, int64_t nt,
+                                                           float* y, int64_t ldy) {
+  if (nt < 16) {
+    gemm_vnni<kQ4>(type, wp, n_groups, nb, x, nt, y, ldy);
+    return;
+  }
+  _tile_loadconfig(&kTileConfig);
+  alignas(64) int32_t sums[2048];
+  alignas(64) float acc[32 * 32];
+  const size_t gb = packed_group_bytes(kQ4 ? GgmlType::Q4_0 : GgmlType::Q8_0, nb * 32);
+  uint8_t* panel = unpack_buffer(size_t(nb) * 1024);
+  for (int64_t g = 0; g < n_groups; g += 2) {
+    const bool two = g + 1 < n_groups;
+    const uint8_t* grp[2] = {wp + size_t(g) * gb, wp + size_t(g + 1) * gb};
+    const uint8_t* sc[2] = {grp[0] + size_t(nb) * (kQ4 ? 256 : 512),
+                            grp[1] + size_t(nb) * (kQ4 ? 256 : 512)};
+    signed_panel<kQ4>(grp[0], nb, panel);
+    if (two) signed_panel<kQ4>(grp[1], nb, panel + 512 * nb);
+    float* yg = y + 16 * g;
+    int64_t t0 = 0;
+    for (; t0 + 32 <= nt; t0 += 32)
+      two ? amx_block<2, 2>(panel, sc, nb, x, t0, yg, ldy, sums, acc)
+          : amx_block<2, 1>(panel, sc, nb, x, t0, yg, ldy, sums, acc);
+    for (; t0 + 16 <= nt; t0 += 16)
+      two ? amx_block<1, 2>(panel, sc, nb, x, t0, yg, ldy, sums, acc)
+          : amx_block<1, 1>(panel, sc, nb, x, t0, yg, ldy, sums, acc);
+    vnni_group<kQ4>(grp[0], nb, x, t0, nt, yg, ldy);
+    if (two) vnni_group<kQ4>(grp[1], nb, x, t0, nt, yg + 16, ldy);
+  }
+  _tile_release();
+}
+
+}  // namespace
+
+PackedGemmFn packed_gemm_avx512(GgmlType t) {
+  if (t == GgmlType::Q8_0) return &gemm_vnni<false>;
+  if (t == GgmlType::Q4_0) return &gemm_vnni<true>;
+  return nullptr;
+}
+
+PackedGemmFn packed_gemm_amx(GgmlType t) {
+  if (t == GgmlType::Q8_0) return &gemm_amx<false>;
+  if (t == GgmlType::Q4_0) return &gemm_amx<true>;
+  return nullptr;
+}
+
+PackedSumsFn packed_sums_avx512() { return &sums_avx512; }
+
+}  // namespace minfer::cpu
+
+#pragma GCC pop_options
+
+#else  // not x86-64
+
+namespace minfer::cpu {
+PackedGemmFn packed_gemm_avx512(GgmlType) { return nullptr; }
+PackedGemmFn packed_gemm_amx(GgmlType) { return nullptr; }
+PackedSumsFn packed_sums_avx512() { return nullptr; }
+}  // namespace minfer::cpu
+
+#endif

@@ -1,0 +1,48 @@
+// Matmul kernels over weights in the row-interleaved x16 layout (repack.h). Internal to the CPU
+// backend; kernels_matmul.cpp uses them when a weight has a packed copy.
+//
+// Every path computes, per output (row r, token t), the exact integer dot product of each
+// 32-element block, corrects it for the weights' offset, and accumulates in block order
+//   acc = fma(float(isum_b - offset * sum(x_b)), d_w[r][b] * d_x[t][b], acc)
+// so the scalar, AVX-512 VNNI and AMX kernels give bit-identical results.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/cpu_features.h"
+#include "quant/types.h"
+
+namespace minfer::cpu {
+
+// Activations in Q8_0 rows (quantize_act's output): row t's block b at q + t * stride + 34 b,
+// plus per (token, block) the scale as a float and the offset correction.
+struct PackedAct {
+  const uint8_t* q = nullptr;
+  size_t stride = 0;
+  const float* d = nullptr;    // [t * nb + b]
+  const int32_t* c = nullptr;  // [t * nb + b] = -offset * sum of the block's quants
+};
+
+// d and c of one Q8_0 activation row of nb blocks, for weights of `wtype`.
+void packed_act_sums(GgmlType wtype, const uint8_t* row, int64_t nb, float* d, int32_t* c);
+
+// y[t * ldy + 16 g + i] = row 16 g + i of the packed weight (groups from wp, group_bytes apart)
+// times activation row t, for g < n_groups and t < nt.
+using PackedGemmFn = void (*)(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64_t nb,
+                              const PackedAct& x, int64_t nt, float* y, int64_t ldy);
+
+// The kernel for `isa` (Amx: AMX tiles for whole 16-token tiles, AVX-512 VNNI for the rest);
+// nullptr when this ISA has none (Avx2, or a CPU without the ISA compiled in).
+PackedGemmFn packed_gemm(GgmlType wtype, Isa isa);
+
+// Plain C++ version of the same arithmetic: the tests' reference for the layout.
+void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64_t nb,
+                        const PackedAct& x, int64_t nt, float* y, int64_t ldy);
+
+// Per-ISA entry points (packed_avx512.cpp); nullptr where not compiled.
+PackedGemmFn packed_gemm_avx512(GgmlType wtype);
+PackedGemmFn packed_gemm_amx(GgmlType wtype);
+using PackedSumsFn = void (*)(int offset, const uint8_t* row, int64_t nb, float* d, int32_t* c);
+PackedSumsFn packed_sums_avx512();
+
+}  // namespace minfer::cpu

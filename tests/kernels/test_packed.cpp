@@ -1,0 +1,172 @@
+// The x16 repacked layout and its kernels (repack.h, packed_gemm.h): the scalar packed kernel
+// against a plain dot product of the GGUF blocks, every SIMD path (AVX-512 VNNI, AMX) bit for
+// bit against the scalar packed kernel, and matmul with a packed copy against matmul without.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/act_quant.h"
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/packed_gemm.h"
+#include "backend/cpu/repack.h"
+#include "common/error.h"
+#include "common/fp16.h"
+#include "kernels/random_weights.h"
+
+namespace minfer::cpu {
+namespace {
+
+using test::random_floats;
+using test::random_weights;
+
+struct Packed {
+  std::vector<uint8_t> w;
+  AlignedBuffer p;
+  WeightView view;
+};
+
+Packed make_packed(GgmlType t, int64_t rows, int64_t cols, std::mt19937& rng) {
+  Packed k;
+  k.w = random_weights(t, rows, cols, rng);
+  k.view = WeightView{t, k.w.data(), rows, cols, row_size(t, cols)};
+  k.p = aligned_buffer(packed_bytes(t, rows, cols));
+  pack_weight(k.view, k.p.get());
+  return k;
+}
+
+struct Acts {
+  std::vector<uint8_t> q;
+  std::vector<float> d;
+  std::vector<int32_t> c;
+  size_t stride = 0;
+  PackedAct view() const { return {q.data(), stride, d.data(), c.data()}; }
+};
+
+Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t cols) {
+  Acts a;
+  const int64_t nb = cols / 32;
+  a.stride = row_size(GgmlType::Q8_0, cols);
+  a.q.resize(a.stride * size_t(nt));
+  a.d.resize(size_t(nt * nb));
+  a.c.resize(size_t(nt * nb));
+  for (int64_t t = 0; t < nt; ++t) {
+    quantize_act(GgmlType::Q8_0, x.data() + t * cols, a.q.data() + size_t(t) * a.stride, cols);
+    packed_act_sums(wt, a.q.data() + size_t(t) * a.stride, nb, a.d.data() + t * nb, a.c.data() + t * nb);
+  }
+  return a;
+}
+
+// Weight element k of row r, as its integer quant and the block scale.
+void weight_quant(GgmlType t, const uint8_t* row, int64_t k, int* q, float* d) {
+  const size_t bb = type_traits(t).type_size;
+  const uint8_t* blk = row + size_t(k / 32) * bb;
+  uint16_t h;
+  std::memcpy(&h, blk, 2);
+  *d = fp16_to_fp32(h);
+  const int j = int(k % 32);
+  if (t == GgmlType::Q8_0)
+    *q = int8_t(blk[2 + j]);
+  else
+    *q = (j < 16 ? (blk[2 + j] & 0x0F) : (blk[2 + j - 16] >> 4)) - 8;
+}
+
+class PackedTest : public testing::TestWithParam<GgmlType> {};
+
+// The scalar packed kernel is the plain sum over blocks of d_w * d_x * (integer dot), done in
+// double here: the layout and the offset corrections must be exact.
+TEST_P(PackedTest, ScalarKernelMatchesThePlainDotProduct) {
+  const GgmlType t = GetParam();
+  std::mt19937 rng(7);
+  for (int64_t cols : {32, 96, 256}) {
+    const int64_t rows = 32, nt = 3, nb = cols / 32;
+    Packed k = make_packed(t, rows, cols, rng);
+    const auto x = random_floats(size_t(nt * cols), rng);
+    const Acts a = make_acts(t, x, nt, cols);
+    std::vector<float> y(size_t(nt * rows));
+    packed_gemm_scalar(t, k.p.get(), rows / 16, nb, a.view(), nt, y.data(), rows);
+    for (int64_t tt = 0; tt < nt; ++tt)
+      for (int64_t r = 0; r < rows; ++r) {
+        double ref = 0.0;
+        for (int64_t b = 0; b < nb; ++b) {
+          long isum = 0;
+          float dw = 0;
+          for (int j = 0; j < 32; ++j) {
+            int q;
+            weight_quant(t, k.w.data() + size_t(r) * k.view.row_bytes, 32 * b + j, &q, &dw);
+            isum += long(q) * int8_t(a.q[size_t(tt) * a.stride + 34 * size_t(b) + 2 + size_t(j)]);
+          }
+          ref += double(dw) * double(a.d[size_t(tt * nb + b)]) * double(isum);
+        }
+        EXPECT_NEAR(y[size_t(tt * rows + r)], ref, 1e-5 * (1.0 + std::fabs(ref)))
+            << type_name(t) << " cols " << cols << " token " << tt << " row " << r;
+      }
+  }
+}
+
+// VNNI and AMX run the same integer sums and the same float steps: bit-identical results,
+// for token counts around the 16-token AMX tiles and the 8/4/1 VNNI tiles.
+TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
+  const GgmlType t = GetParam();
+  std::mt19937 rng(11);
+  const int64_t rows = 48, cols = 160, nb = cols / 32;
+  Packed k = make_packed(t, rows, cols, rng);
+  int tested = 0;
+  for (Isa isa : {Isa::Avx512, Isa::Amx}) {
+    if (detected_isa() < isa) continue;
+    const PackedGemmFn f = packed_gemm(t, isa);
+    ASSERT_NE(f, nullptr) << isa_name(isa);
+    for (int64_t nt : {1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 47}) {
+      const auto x = random_floats(size_t(nt * cols), rng);
+      const Acts a = make_acts(t, x, nt, cols);
+      std::vector<float> ref(size_t(nt * rows)), got(ref.size(), -1.0f);
+      packed_gemm_scalar(t, k.p.get(), rows / 16, nb, a.view(), nt, ref.data(), rows);
+      f(t, k.p.get(), rows / 16, nb, a.view(), nt, got.data(), rows);
+      ASSERT_EQ(got, ref) << type_name(t) << " nt " << nt << " on " << isa_name(isa);
+      ++tested;
+    }
+  }
+  if (tested == 0) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: only the scalar packed kernel runs";
+}
+
+// matmul() with the packed copy against matmul() on the GGUF layout (the dot_tile kernels,
+// whose float order differs): close, with the bias, over the thread split and token blocks.
+TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
+  const GgmlType t = GetParam();
+  if (!packed_gemm(t, active_isa())) GTEST_SKIP() << "no packed kernel on " << isa_name(active_isa());
+  std::mt19937 rng(5);
+  const int64_t rows = 64, cols = 512;
+  Packed k = make_packed(t, rows, cols, rng);
+  const auto bias = random_floats(size_t(rows), rng);
+  for (int64_t nt : {1, 7, 130}) {
+    const auto x = random_floats(size_t(nt * cols), rng);
+    std::vector<float> ref(size_t(nt * rows)), got(ref.size());
+    matmul(k.view, x.data(), nt, ref.data(), bias.data());
+    WeightView pv = k.view;
+    pv.packed = k.p.get();
+    matmul(pv, x.data(), nt, got.data(), bias.data());
+    for (size_t i = 0; i < ref.size(); ++i)
+      ASSERT_NEAR(got[i], ref[i], 1e-4f * (1.0f + std::fabs(ref[i]))) << "nt " << nt << " i " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, PackedTest, testing::Values(GgmlType::Q8_0, GgmlType::Q4_0),
+                         [](const auto& info) { return std::string(type_name(info.param)); });
+
+TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {
+  EXPECT_TRUE(packable(GgmlType::Q8_0, 16, 32));
+  EXPECT_TRUE(packable(GgmlType::Q4_0, 4864, 896));
+  EXPECT_FALSE(packable(GgmlType::Q8_0, 17, 32));
+  EXPECT_FALSE(packable(GgmlType::Q4_K, 16, 256));
+  EXPECT_FALSE(packable(GgmlType::F32, 16, 32));
+  std::vector<uint8_t> w(row_size(GgmlType::Q8_0, 32) * 17);
+  WeightView v{GgmlType::Q8_0, w.data(), 17, 32, row_size(GgmlType::Q8_0, 32)};
+  std::vector<uint8_t> out(4096);
+  EXPECT_THROW(pack_weight(v, out.data()), Error);
+}
+
+}  // namespace
+}  // namespace minfer::cpu
