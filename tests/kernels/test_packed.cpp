@@ -68,10 +68,16 @@ void weight_quant(GgmlType t, const uint8_t* row, int64_t k, int* q, float* d) {
   std::memcpy(&h, blk, 2);
   *d = fp16_to_fp32(h);
   const int j = int(k % 32);
-  if (t == GgmlType::Q8_0)
+  if (t == GgmlType::Q8_0) {
     *q = int8_t(blk[2 + j]);
-  else
+  } else if (t == GgmlType::Q4_0) {
     *q = (j < 16 ? (blk[2 + j] & 0x0F) : (blk[2 + j - 16] >> 4)) - 8;
+  } else {  // Q5_0: d, qh[4], qs[16]
+    uint32_t qh;
+    std::memcpy(&qh, blk + 2, 4);
+    const int lo = j < 16 ? (blk[6 + j] & 0x0F) : (blk[6 + j - 16] >> 4);
+    *q = (lo | int(((qh >> j) & 1) << 4)) - 16;
+  }
 }
 
 class PackedTest : public testing::TestWithParam<GgmlType> {};
@@ -153,7 +159,7 @@ TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, PackedTest, testing::Values(GgmlType::Q8_0, GgmlType::Q4_0),
+INSTANTIATE_TEST_SUITE_P(Types, PackedTest, testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
 TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {

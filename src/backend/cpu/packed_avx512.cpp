@@ -1,6 +1,6 @@
 // The packed-layout matmul kernels (packed_gemm.h) on AVX-512 VNNI, and on AMX for prefill.
 // Per group of 16 rows and block: 8 zmm of unsigned quants (Q4_0: 4 zmm, split into low and
-// high nibbles); per token, 8 vpdpbusd with 4 activation bytes broadcast, starting from the
+// high nibbles; Q5_0: the same plus the fifth bits added under a byte mask); per token, 8 vpdpbusd with 4 activation bytes broadcast, starting from the
 // offset correction, then one convert and one FMA for 16 outputs. AMX computes the same
 // 16 tokens x 16 rows x 32 integer sums with one tile product (TDPBSUD: signed activations x
 // unsigned weights), stored and then scaled exactly as above.
@@ -44,25 +44,50 @@ inline int32_t load_i32(const uint8_t* p) {
 // Decode streams each group front to back: fetch this far ahead of the loads.
 constexpr int kPrefetch = 2048;
 
-template <bool kQ4>
-inline void load_quants(const uint8_t* q, __m512i* w) {
-  if constexpr (kQ4) {
+// The packed types: quant bytes per group block, offset, and the unsigned quants of a block
+// as 8 zmm (chunk k: columns 4k..4k+3 of the 16 rows).
+struct PQ8 {
+  static constexpr GgmlType kType = GgmlType::Q8_0;
+  static constexpr size_t kBytes = 512;
+  static constexpr int kOffset = 128;
+  static void load(const uint8_t* q, __m512i* w) {
+    for (int k = 0; k < 8; ++k) w[k] = _mm512_load_si512(q + 64 * k);
+  }
+};
+struct PQ4 {
+  static constexpr GgmlType kType = GgmlType::Q4_0;
+  static constexpr size_t kBytes = 256;
+  static constexpr int kOffset = 8;
+  static void load(const uint8_t* q, __m512i* w) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int k = 0; k < 4; ++k) {
       const __m512i v = _mm512_load_si512(q + 64 * k);
       w[k] = _mm512_and_si512(v, m4);
       w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
     }
-  } else {
-    for (int k = 0; k < 8; ++k) w[k] = _mm512_load_si512(q + 64 * k);
   }
-}
+};
+// Q5_0: Q4_0's nibbles, then one 64-bit mask per chunk holding the fifth bits (byte lane order).
+struct PQ5 {
+  static constexpr GgmlType kType = GgmlType::Q5_0;
+  static constexpr size_t kBytes = 320;
+  static constexpr int kOffset = 16;
+  static void load(const uint8_t* q, __m512i* w) {
+    PQ4::load(q, w);
+    const __m512i h = _mm512_set1_epi8(0x10);
+    for (int k = 0; k < 8; ++k) {
+      uint64_t m;
+      __builtin_memcpy(&m, q + 256 + 8 * k, 8);
+      w[k] = _mm512_mask_add_epi8(w[k], _cvtu64_mask64(m), w[k], h);
+    }
+  }
+};
 
 // T tokens (from t0) x one group.
-template <bool kQ4, int T>
+template <class P, int T>
 inline void vnni_tile(const uint8_t* grp, int64_t nb, const PackedAct& x, int64_t t0, float* y,
                       int64_t ldy) {
-  constexpr size_t qb = kQ4 ? 256 : 512;
+  constexpr size_t qb = P::kBytes;
   const uint8_t* sc = grp + size_t(nb) * qb;
   __m512 acc[T];
   const uint8_t* xr[T];
@@ -76,7 +101,7 @@ inline void vnni_tile(const uint8_t* grp, int64_t nb, const PackedAct& x, int64_
     const uint8_t* q = grp + size_t(b) * qb;
     if constexpr (T == 1) _mm_prefetch((const char*)(q + kPrefetch), _MM_HINT_T0);
     __m512i w[8];
-    load_quants<kQ4>(q, w);
+    P::load(q, w);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(sc + 32 * b)));
     for (int t = 0; t < T; ++t) {
       const uint8_t* xb = xr[t] + 34 * b;
@@ -93,19 +118,19 @@ inline void vnni_tile(const uint8_t* grp, int64_t nb, const PackedAct& x, int64_
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + (t0 + t) * ldy, acc[t]);
 }
 
-template <bool kQ4>
+template <class P>
 inline void vnni_group(const uint8_t* grp, int64_t nb, const PackedAct& x, int64_t t0,
                        int64_t nt, float* y, int64_t ldy) {
-  for (; t0 + 8 <= nt; t0 += 8) vnni_tile<kQ4, 8>(grp, nb, x, t0, y, ldy);
-  for (; t0 + 4 <= nt; t0 += 4) vnni_tile<kQ4, 4>(grp, nb, x, t0, y, ldy);
-  for (; t0 < nt; ++t0) vnni_tile<kQ4, 1>(grp, nb, x, t0, y, ldy);
+  for (; t0 + 8 <= nt; t0 += 8) vnni_tile<P, 8>(grp, nb, x, t0, y, ldy);
+  for (; t0 + 4 <= nt; t0 += 4) vnni_tile<P, 4>(grp, nb, x, t0, y, ldy);
+  for (; t0 < nt; ++t0) vnni_tile<P, 1>(grp, nb, x, t0, y, ldy);
 }
 
-template <bool kQ4>
+template <class P>
 void gemm_vnni(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const PackedAct& x,
                int64_t nt, float* y, int64_t ldy) {
-  const size_t gb = packed_group_bytes(kQ4 ? GgmlType::Q4_0 : GgmlType::Q8_0, nb * 32);
-  for (int64_t g = 0; g < n_groups; ++g) vnni_group<kQ4>(wp + size_t(g) * gb, nb, x, 0, nt, y + 16 * g, ldy);
+  const size_t gb = packed_group_bytes(P::kType, nb * 32);
+  for (int64_t g = 0; g < n_groups; ++g) vnni_group<P>(wp + size_t(g) * gb, nb, x, 0, nt, y + 16 * g, ldy);
 }
 
 void sums_avx512(int offset, const uint8_t* row, int64_t nb, float* d, int32_t* c) {
@@ -145,15 +170,14 @@ constexpr TileConfig kTileConfig = {
 
 // The group's quants as signed bytes in 512-byte blocks (AMX multiplies bytes; signed weights
 // need no offset correction).
-template <bool kQ4>
+template <class P>
 inline void signed_panel(const uint8_t* grp, int64_t nb, uint8_t* out) {
-  constexpr size_t qb = kQ4 ? 256 : 512;
+  constexpr size_t qb = P::kBytes;
   for (int64_t b = 0; b < nb; ++b) {
     __m512i w[8];
-    load_quants<kQ4>(grp + qb * size_t(b), w);
-    const __m512i k = _mm512_set1_epi8(kQ4 ? 8 : char(0x80));
-    for (int i = 0; i < 8; ++i)
-      _mm512_store_si512(out + 512 * b + 64 * i, kQ4 ? _mm512_sub_epi8(w[i], k) : _mm512_xor_si512(w[i], k));
+    P::load(grp + qb * size_t(b), w);
+    const __m512i k = _mm512_set1_epi8(char(P::kOffset));  // u - 128 is u ^ 0x80 for Q8_0
+    for (int i = 0; i < 8; ++i) _mm512_store_si512(out + 512 * b + 64 * i, _mm512_sub_epi8(w[i], k));
   }
 }
 
@@ -218,27 +242,26 @@ __attribute__((target("amx-tile,amx-int8"))) inline void amx_block(
       _mm512_storeu_ps(y + (t0 + r) * ldy + 16 * j, _mm512_load_ps(acc + 32 * r + 16 * j));
 }
 
-template <bool kQ4>
+template <class P>
 __attribute__((target("amx-tile,amx-int8"))) void gemm_amx(GgmlType type, const uint8_t* wp,
                                                            int64_t n_groups, int64_t nb,
                                                            const PackedAct& x, int64_t nt,
                                                            float* y, int64_t ldy) {
   if (nt < 16) {
-    gemm_vnni<kQ4>(type, wp, n_groups, nb, x, nt, y, ldy);
+    gemm_vnni<P>(type, wp, n_groups, nb, x, nt, y, ldy);
     return;
   }
   _tile_loadconfig(&kTileConfig);
   alignas(64) int32_t sums[2048];
   alignas(64) float acc[32 * 32];
-  const size_t gb = packed_group_bytes(kQ4 ? GgmlType::Q4_0 : GgmlType::Q8_0, nb * 32);
+  const size_t gb = packed_group_bytes(P::kType, nb * 32);
   uint8_t* panel = unpack_buffer(size_t(nb) * 1024);
   for (int64_t g = 0; g < n_groups; g += 2) {
     const bool two = g + 1 < n_groups;
     const uint8_t* grp[2] = {wp + size_t(g) * gb, wp + size_t(g + 1) * gb};
-    const uint8_t* sc[2] = {grp[0] + size_t(nb) * (kQ4 ? 256 : 512),
-                            grp[1] + size_t(nb) * (kQ4 ? 256 : 512)};
-    signed_panel<kQ4>(grp[0], nb, panel);
-    if (two) signed_panel<kQ4>(grp[1], nb, panel + 512 * nb);
+    const uint8_t* sc[2] = {grp[0] + size_t(nb) * P::kBytes, grp[1] + size_t(nb) * P::kBytes};
+    signed_panel<P>(grp[0], nb, panel);
+    if (two) signed_panel<P>(grp[1], nb, panel + 512 * nb);
     float* yg = y + 16 * g;
     int64_t t0 = 0;
     for (; t0 + 32 <= nt; t0 += 32)
@@ -247,8 +270,8 @@ __attribute__((target("amx-tile,amx-int8"))) void gemm_amx(GgmlType type, const 
     for (; t0 + 16 <= nt; t0 += 16)
       two ? amx_block<1, 2>(panel, sc, nb, x, t0, yg, ldy, sums, acc)
           : amx_block<1, 1>(panel, sc, nb, x, t0, yg, ldy, sums, acc);
-    vnni_group<kQ4>(grp[0], nb, x, t0, nt, yg, ldy);
-    if (two) vnni_group<kQ4>(grp[1], nb, x, t0, nt, yg + 16, ldy);
+    vnni_group<P>(grp[0], nb, x, t0, nt, yg, ldy);
+    if (two) vnni_group<P>(grp[1], nb, x, t0, nt, yg + 16, ldy);
   }
   _tile_release();
 }
@@ -256,14 +279,16 @@ __attribute__((target("amx-tile,amx-int8"))) void gemm_amx(GgmlType type, const 
 }  // namespace
 
 PackedGemmFn packed_gemm_avx512(GgmlType t) {
-  if (t == GgmlType::Q8_0) return &gemm_vnni<false>;
-  if (t == GgmlType::Q4_0) return &gemm_vnni<true>;
+  if (t == GgmlType::Q8_0) return &gemm_vnni<PQ8>;
+  if (t == GgmlType::Q4_0) return &gemm_vnni<PQ4>;
+  if (t == GgmlType::Q5_0) return &gemm_vnni<PQ5>;
   return nullptr;
 }
 
 PackedGemmFn packed_gemm_amx(GgmlType t) {
-  if (t == GgmlType::Q8_0) return &gemm_amx<false>;
-  if (t == GgmlType::Q4_0) return &gemm_amx<true>;
+  if (t == GgmlType::Q8_0) return &gemm_amx<PQ8>;
+  if (t == GgmlType::Q4_0) return &gemm_amx<PQ4>;
+  if (t == GgmlType::Q5_0) return &gemm_amx<PQ5>;
   return nullptr;
 }
 

@@ -10,7 +10,7 @@
 namespace minfer::cpu {
 
 bool packable(GgmlType type, int64_t rows, int64_t cols) {
-  return (type == GgmlType::Q8_0 || type == GgmlType::Q4_0) && rows > 0 &&
+  return packed_quant_bytes(type) != 0 && rows > 0 &&
          rows % kPackRows == 0 && cols > 0 && cols % 32 == 0;
 }
 
@@ -18,7 +18,9 @@ size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
   return size_t(rows / kPackRows) * packed_group_bytes(type, cols);
 }
 
-int packed_offset(GgmlType type) { return type == GgmlType::Q8_0 ? 128 : 8; }
+int packed_offset(GgmlType type) {
+  return type == GgmlType::Q8_0 ? 128 : type == GgmlType::Q5_0 ? 16 : 8;
+}
 
 void AlignedFree::operator()(uint8_t* p) const { std::free(p); }
 
@@ -35,19 +37,31 @@ namespace {
 void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
   const int64_t nb = w.cols / 32;
   const size_t qb = packed_quant_bytes(w.type);
-  const size_t bb = type_traits(w.type).type_size;  // GGUF block bytes (34 or 18)
+  const size_t bb = type_traits(w.type).type_size;  // GGUF block bytes (34, 18 or 22)
+  const bool q8 = w.type == GgmlType::Q8_0, q5 = w.type == GgmlType::Q5_0;
   uint8_t* scales = out + size_t(nb) * qb;
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* q = out + size_t(b) * qb;
+    if (q5) std::memset(q + 256, 0, 64);
     for (int r = 0; r < kPackRows; ++r) {
       const uint8_t* blk = w.data + size_t(r0 + r) * w.row_bytes + size_t(b) * bb;
-      std::memcpy(scales + size_t(b) * 32 + 2 * r, blk, 2);  // d (F16) comes first in both
-      const uint8_t* qs = blk + 2;
-      for (size_t k4 = 0; k4 < qb / 64; ++k4)
+      std::memcpy(scales + size_t(b) * 32 + 2 * r, blk, 2);  // d (F16) comes first in all three
+      const uint8_t* qs = blk + (q5 ? 6 : 2);
+      for (int k4 = 0; k4 < (q8 ? 8 : 4); ++k4)
         for (int j = 0; j < 4; ++j) {
           const uint8_t v = qs[4 * k4 + j];
-          q[64 * k4 + 4 * r + j] = w.type == GgmlType::Q8_0 ? uint8_t(v ^ 0x80) : v;
+          q[64 * k4 + 4 * r + j] = q8 ? uint8_t(v ^ 0x80) : v;
         }
+      if (q5) {
+        uint32_t qh;
+        std::memcpy(&qh, blk + 2, 4);
+        for (int e = 0; e < 32; ++e)
+          if ((qh >> e) & 1) {
+            // Column e lies in chunk e / 4, byte lane 4 r + e % 4 of that chunk's mask.
+            const int bit = 4 * r + e % 4;
+            q[256 + 8 * (e / 4) + bit / 8] |= uint8_t(1u << (bit % 8));
+          }
+      }
     }
   }
 }

@@ -3,11 +3,14 @@
 // 4 bytes of each of the 16 rows side by side (64 bytes per 4 columns), so that one vpdpbusd
 // multiplies 4 columns of 16 rows by 4 activation bytes broadcast to every lane, and the same
 // bytes are an AMX B tile (K/4 rows of 16 x 4 bytes). Quants are unsigned (Q8_0: w + 128,
-// Q4_0: its nibbles q = w + 8 as stored); the kernels subtract offset * sum(x) per block.
+// Q4_0: its nibbles q = w + 8 as stored, Q5_0: w + 16); the kernels subtract offset * sum(x)
+// per block.
 //
 // Group layout (64-byte aligned, packed_group_bytes apart): nb blocks of quants (Q8_0: 512
 // bytes; Q4_0: 256 bytes whose low nibbles are columns 0-15 of the block and high nibbles
-// 16-31, exactly as in the GGUF block), then nb x 16 F16 row scales (32 bytes per block). Decode
+// 16-31, exactly as in the GGUF block; Q5_0: those 256 bytes, then per chunk of 4 columns a
+// 64-bit mask of the fifth bits, bit 4 r + j for column j of row r), then nb x 16 F16 row
+// scales (32 bytes per block). Decode
 // streams each group front to back: one sequential stream per thread instead of 16 row streams.
 //
 // The GGUF mapping stays the source of truth (get_rows and the scalar paths read it); the
@@ -23,13 +26,13 @@ namespace minfer::cpu {
 
 constexpr int64_t kPackRows = 16;
 
-// Whether weights of this type and shape have a packed layout (Q8_0 and Q4_0 whose row count
-// is a multiple of 16).
+// Whether weights of this type and shape have a packed layout (Q8_0, Q4_0 and Q5_0 whose row
+// count is a multiple of 16).
 bool packable(GgmlType type, int64_t rows, int64_t cols);
 
-// Quant bytes per block of one group (Q8_0 512, Q4_0 256); 0 when not packable.
+// Quant bytes per block of one group (Q8_0 512, Q4_0 256, Q5_0 320); 0 when not packable.
 constexpr size_t packed_quant_bytes(GgmlType type) {
-  return type == GgmlType::Q8_0 ? 512 : type == GgmlType::Q4_0 ? 256 : 0;
+  return type == GgmlType::Q8_0 ? 512 : type == GgmlType::Q4_0 ? 256 : type == GgmlType::Q5_0 ? 320 : 0;
 }
 // A group's quants and scales, padded to whole 64-byte lines so that every group starts aligned.
 constexpr size_t packed_group_bytes(GgmlType type, int64_t cols) {
@@ -37,7 +40,7 @@ constexpr size_t packed_group_bytes(GgmlType type, int64_t cols) {
 }
 size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols);
 
-// Offset the packed quants carry (Q8_0 128, Q4_0 8).
+// Offset the packed quants carry (Q8_0 128, Q4_0 8, Q5_0 16).
 int packed_offset(GgmlType type);
 
 struct AlignedFree {
