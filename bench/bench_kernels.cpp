@@ -1,7 +1,8 @@
 // Micro-benchmarks of the matmul kernels on the shapes of qwen3-0.6b (n_embd 1024, n_ff 3072).
 // GEMV (one token, decode) is memory bound: its counter is GB/s of weights streamed, to set
 // against the machine's ~31 GB/s (2 cores). GEMM (a 128-token prompt) is compute bound: its
-// counter is GOP/s (2 * rows * cols * tokens), against ~1400 int8 GOP/s with VNNI.
+// counter is GOP/s (2 * rows * cols * tokens), against ~1400 int8 GOP/s with VNNI. isa: 0
+// scalar, 1 AVX2, 2 AVX-512 VNNI, 3 AMX (packed kernels only).
 //
 //   bench_kernels --benchmark_filter='Gemv/Q8_0' ; args are rows/cols/isa/threads
 #include <benchmark/benchmark.h>
@@ -11,12 +12,14 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/repack.h"
 #include "kernels/random_weights.h"
 
 namespace minfer::cpu {
 namespace {
 
-void run(benchmark::State& st, GgmlType t, int64_t nt) {
+// packed: the matrix also gets its load-time x16 copy (repack.h), as a loaded model's would.
+void run(benchmark::State& st, GgmlType t, int64_t nt, bool packed = false) {
   const int64_t rows = st.range(0), cols = st.range(1);
   const Isa isa = Isa(st.range(2));
   if (int(isa) > int(detected_isa())) {
@@ -29,7 +32,13 @@ void run(benchmark::State& st, GgmlType t, int64_t nt) {
   const auto w = test::random_weights(t, rows, cols, rng);
   const auto x = test::random_floats(size_t(nt * cols), rng);
   std::vector<float> y(size_t(nt * rows));
-  const WeightView wv{t, w.data(), rows, cols, row_size(t, cols)};
+  WeightView wv{t, w.data(), rows, cols, row_size(t, cols)};
+  AlignedBuffer pw;
+  if (packed) {
+    pw = aligned_buffer(packed_bytes(t, rows, cols));
+    pack_weight(wv, pw.get());
+    wv.packed = pw.get();
+  }
   for (auto _ : st) {
     matmul(wv, x.data(), nt, y.data(), nullptr);
     benchmark::DoNotOptimize(y.data());
@@ -45,7 +54,7 @@ void run(benchmark::State& st, GgmlType t, int64_t nt) {
 
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"rows", "cols", "isa", "threads"});
-  for (int isa = 0; isa <= 2; ++isa)
+  for (int isa = 0; isa <= 3; ++isa)
     for (int th : {1, 2}) {
       b->Args({1024, 1024, isa, th});
       b->Args({3072, 1024, isa, th});
@@ -59,6 +68,17 @@ void shapes(benchmark::internal::Benchmark* b) {
   void Gemm128_##T(benchmark::State& st) { run(st, GgmlType::T, 128); }                \
   BENCHMARK(Gemv_##T)->Apply(shapes);                                                  \
   BENCHMARK(Gemm128_##T)->Apply(shapes);
+
+// Scalar and AVX2 have no packed kernel: those rows measure the GGUF-layout fallback.
+#define MINFER_BENCH_PACKED(T)                                                         \
+  void GemvPacked_##T(benchmark::State& st) { run(st, GgmlType::T, 1, true); }         \
+  void Gemm128Packed_##T(benchmark::State& st) { run(st, GgmlType::T, 128, true); }    \
+  BENCHMARK(GemvPacked_##T)->Apply(shapes);                                            \
+  BENCHMARK(Gemm128Packed_##T)->Apply(shapes);
+
+MINFER_BENCH_PACKED(Q8_0)
+MINFER_BENCH_PACKED(Q4_0)
+MINFER_BENCH_PACKED(Q5_0)
 
 MINFER_BENCH_TYPE(F32)
 MINFER_BENCH_TYPE(F16)
