@@ -139,12 +139,13 @@ TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
 }
 
 // matmul() with the packed copy against matmul() on the GGUF layout (the dot_tile kernels,
-// whose float order differs): close, with the bias, over the thread split and token blocks.
+// whose float order differs): close, with the bias, over the thread split, token blocks and
+// the rows past the last whole group.
 TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
   const GgmlType t = GetParam();
   if (!packed_gemm(t, active_isa())) GTEST_SKIP() << "no packed kernel on " << isa_name(active_isa());
   std::mt19937 rng(5);
-  const int64_t rows = 64, cols = 512;
+  const int64_t rows = 70, cols = 512;  // 4 groups and 6 rows past them
   Packed k = make_packed(t, rows, cols, rng);
   const auto bias = random_floats(size_t(rows), rng);
   for (int64_t nt : {1, 7, 130}) {
@@ -165,11 +166,13 @@ INSTANTIATE_TEST_SUITE_P(Types, PackedTest, testing::Values(GgmlType::Q8_0, Ggml
 TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {
   EXPECT_TRUE(packable(GgmlType::Q8_0, 16, 32));
   EXPECT_TRUE(packable(GgmlType::Q4_0, 4864, 896));
-  EXPECT_FALSE(packable(GgmlType::Q8_0, 17, 32));
+  EXPECT_TRUE(packable(GgmlType::Q8_0, 17, 32));  // one group packed, one row from the GGUF layout
+  EXPECT_FALSE(packable(GgmlType::Q8_0, 15, 32));
+  EXPECT_FALSE(packable(GgmlType::Q5_0, 16, 48));
   EXPECT_FALSE(packable(GgmlType::Q4_K, 16, 256));
   EXPECT_FALSE(packable(GgmlType::F32, 16, 32));
-  std::vector<uint8_t> w(row_size(GgmlType::Q8_0, 32) * 17);
-  WeightView v{GgmlType::Q8_0, w.data(), 17, 32, row_size(GgmlType::Q8_0, 32)};
+  std::vector<uint8_t> w(row_size(GgmlType::Q8_0, 32) * 15);
+  WeightView v{GgmlType::Q8_0, w.data(), 15, 32, row_size(GgmlType::Q8_0, 32)};
   std::vector<uint8_t> out(4096);
   EXPECT_THROW(pack_weight(v, out.data()), Error);
 }

@@ -14,7 +14,7 @@ inline Isa matmul_isa(GgmlType wtype) { return matmul_isa(wtype, active_isa()); 
 
 // Whether a model loaded now repacks matmul weights of this type (repack.h) for the active
 // ISA: Q8_0 and Q4_0 on AVX-512 VNNI and AMX, unless MINFER_NO_REPACK is set (to measure or
-// debug the GGUF-layout kernels). Only matrices whose row count is a multiple of 16 are packed.
+// debug the GGUF-layout kernels). Matrices of at least 16 rows are packed, whole groups of 16.
 bool weights_repacked_at_load(GgmlType wtype);
 
 }  // namespace minfer::cpu

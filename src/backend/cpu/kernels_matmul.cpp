@@ -86,6 +86,16 @@ void matmul_packed(const WeightView& w, PackedGemmFn f, const float* x, int64_t 
     parallel_for(n_gc * n_tblk, work);
   else
     for (int64_t c = 0; c < n_gc * n_tblk; ++c) work(c, 0);
+  // Rows past the last whole group (a vocabulary of 151669 rows) have no packed copy: the
+  // GGUF-layout tile kernel takes them, on the same Q8_0 activations.
+  const int64_t r0 = groups * kPackRows, tail = w.rows - r0;
+  if (tail > 0) {
+    dot_tile(w.type, active_isa())(w.type, w.cols, w.data + size_t(r0) * w.row_bytes, w.row_bytes,
+                                   tail, xq, xs, nt, y + r0, w.rows);
+    if (bias)
+      for (int64_t t = 0; t < nt; ++t)
+        for (int64_t r = r0; r < w.rows; ++r) y[t * w.rows + r] += bias[r];
+  }
 }
 
 }  // namespace

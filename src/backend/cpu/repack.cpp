@@ -10,8 +10,7 @@
 namespace minfer::cpu {
 
 bool packable(GgmlType type, int64_t rows, int64_t cols) {
-  return packed_quant_bytes(type) != 0 && rows > 0 &&
-         rows % kPackRows == 0 && cols > 0 && cols % 32 == 0;
+  return packed_quant_bytes(type) != 0 && rows >= kPackRows && cols > 0 && cols % 32 == 0;
 }
 
 size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {

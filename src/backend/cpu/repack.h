@@ -26,8 +26,9 @@ namespace minfer::cpu {
 
 constexpr int64_t kPackRows = 16;
 
-// Whether weights of this type and shape have a packed layout (Q8_0, Q4_0 and Q5_0 whose row
-// count is a multiple of 16).
+// Whether weights of this type and shape have a packed layout: Q8_0, Q4_0 and Q5_0 with at
+// least 16 rows. Only whole groups are packed (rows / 16 of them); matmul computes the last
+// rows % 16 rows from the GGUF layout.
 bool packable(GgmlType type, int64_t rows, int64_t cols);
 
 // Quant bytes per block of one group (Q8_0 512, Q4_0 256, Q5_0 320); 0 when not packable.
@@ -49,7 +50,8 @@ struct AlignedFree {
 using AlignedBuffer = std::unique_ptr<uint8_t[], AlignedFree>;
 AlignedBuffer aligned_buffer(size_t bytes);  // 64-byte aligned; Error when out of memory
 
-// Repacks w (packable) into out (packed_bytes, 64-byte aligned), spread over the threads.
+// Repacks the whole groups of w (packable) into out (packed_bytes, 64-byte aligned), spread
+// over the threads.
 void pack_weight(const WeightView& w, uint8_t* out);
 
 }  // namespace minfer::cpu
