@@ -3,13 +3,13 @@
 // chunk multiplied with every activation row (a weight panel is read once per token block).
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "backend/cpu/act_quant.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_dot.h"
 #include "backend/cpu/packed_gemm.h"
 #include "backend/cpu/repack.h"
+#include "backend/cpu/scratch.h"
 #include "backend/cpu/threadpool.h"
 #include "common/error.h"
 #include "quant/quant.h"
@@ -26,20 +26,6 @@ constexpr int64_t kTokenBlock = 128;
 // cost more than it saves (tiny models' decode steps).
 constexpr int64_t kParallelMacs = int64_t(1) << 16;
 
-// Reused across calls so that a decode step allocates nothing.
-uint8_t* act_buffer(size_t bytes) {
-  thread_local std::vector<uint8_t> buf;
-  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
-  auto p = reinterpret_cast<uintptr_t>(buf.data());
-  return reinterpret_cast<uint8_t*>((p + 63) & ~uintptr_t(63));
-}
-
-template <class T>
-T* scratch_array(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
-
 // Groups of 16 rows per work item: decode streams weights, so chunks stay small enough for
 // the threads to share the tail of a matrix; prefill reuses each panel over up to
 // kTokenBlock tokens.
@@ -50,11 +36,9 @@ void matmul_packed(const WeightView& w, PackedGemmFn f, const float* x, int64_t 
                    const float* bias) {
   const int64_t nb = w.cols / 32;
   const size_t xs = row_size(GgmlType::Q8_0, w.cols);
-  uint8_t* xq = act_buffer(xs * size_t(nt));
-  thread_local std::vector<float> dbuf;
-  thread_local std::vector<int32_t> cbuf;
-  float* xd = scratch_array(dbuf, size_t(nt * nb));
-  int32_t* xc = scratch_array(cbuf, size_t(nt * nb));
+  uint8_t* xq = thread_scratch(ScratchSlot::MatmulActivations, xs * size_t(nt));
+  float* xd = thread_scratch_array<float>(ScratchSlot::MatmulActScales, size_t(nt * nb));
+  int32_t* xc = thread_scratch_array<int32_t>(ScratchSlot::MatmulActSums, size_t(nt * nb));
   const bool par = w.rows * w.cols * nt >= kParallelMacs;
   auto quantize = [&](int64_t t, int) {
     uint8_t* row = xq + size_t(t) * xs;
@@ -113,7 +97,7 @@ void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const flo
     fail("matmul: row length {} is not a multiple of the {} block size", w.cols,
          type_name(w.type));
   const size_t xs = row_size(vdt, w.cols);
-  uint8_t* xq = act_buffer(xs * size_t(nt));
+  uint8_t* xq = thread_scratch(ScratchSlot::MatmulActivations, xs * size_t(nt));
   const bool par = w.rows * w.cols * nt >= kParallelMacs;
 
   auto quantize = [&](int64_t t, int) {

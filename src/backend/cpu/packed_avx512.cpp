@@ -6,25 +6,13 @@
 // unsigned weights), stored and then scaled exactly as above.
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "backend/cpu/packed_gemm.h"
 #include "backend/cpu/repack.h"
+#include "backend/cpu/scratch.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-
-namespace minfer::cpu {
-namespace {
-// Per-thread scratch, compiled before the target pragma (std::vector's inline code must not be
-// instantiated with AVX-512 enabled).
-uint8_t* unpack_buffer(size_t bytes) {
-  thread_local std::vector<uint8_t> buf;
-  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
-  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
-}
-}  // namespace
-}  // namespace minfer::cpu
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
@@ -255,7 +243,7 @@ __attribute__((target("amx-tile,amx-int8"))) void gemm_amx(GgmlType type, const 
   alignas(64) int32_t sums[2048];
   alignas(64) float acc[32 * 32];
   const size_t gb = packed_group_bytes(P::kType, nb * 32);
-  uint8_t* panel = unpack_buffer(size_t(nb) * 1024);
+  uint8_t* panel = thread_scratch(ScratchSlot::PackedPanel, size_t(nb) * 1024);
   for (int64_t g = 0; g < n_groups; g += 2) {
     const bool two = g + 1 < n_groups;
     const uint8_t* grp[2] = {wp + size_t(g) * gb, wp + size_t(g + 1) * gb};

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/act_quant.h"
 #include "backend/cpu/kernels_dot.h"
+#include "backend/cpu/scratch.h"
 #include "common/fp16.h"
 #include "quant/blocks.h"
 
@@ -17,13 +18,8 @@
 
 namespace minfer::cpu {
 namespace {
-// Per-thread scratch, 64-byte aligned and kept across calls. Compiled before the target pragma:
-// std::vector's inline code must not be instantiated with AVX-512 enabled (see simd_tiles.h).
-uint8_t* scratch(int slot, size_t bytes) {
-  thread_local std::vector<uint8_t> bufs[4];
-  std::vector<uint8_t>& b = bufs[slot];
-  if (b.size() < bytes + 64) b.resize(bytes + 64);
-  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(b.data()) + 63) & ~uintptr_t(63));
+inline uint8_t* scratch(int slot, size_t bytes) {
+  return thread_scratch(ScratchSlot(int(ScratchSlot::TileA) + slot), bytes);
 }
 }  // namespace
 }  // namespace minfer::cpu

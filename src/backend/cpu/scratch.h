@@ -1,0 +1,33 @@
+// Per-thread scratch memory for the kernels: kept across calls (a decode step allocates
+// nothing) and 64-byte aligned. Defined in a plain translation unit so that the SIMD files,
+// compiled with other target options, never instantiate std::vector's inline code themselves.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace minfer::cpu {
+
+// Slots used by each kernel file, so that nested users never share a buffer.
+enum class ScratchSlot : int {
+  MatmulActivations = 0,  // kernels_matmul: quantized activation rows (read by every thread)
+  MatmulActScales,        // kernels_matmul: per-block activation scales (packed path)
+  MatmulActSums,          // kernels_matmul: per-block offset corrections (packed path)
+  PackedPanel,            // packed_avx512: a group pair's signed quants for AMX
+  TileA,                  // simd_avx512: prefill GEMM scratch
+  TileB,
+  TileC,
+  TileD,
+  Ops,                    // non-matmul kernels
+  kCount
+};
+
+// At least `bytes` bytes of this thread's buffer for `slot`; the pointer stays valid until the
+// same thread asks for more bytes from the same slot.
+uint8_t* thread_scratch(ScratchSlot slot, size_t bytes);
+
+template <class T>
+T* thread_scratch_array(ScratchSlot slot, size_t n) {
+  return reinterpret_cast<T*>(thread_scratch(slot, n * sizeof(T)));
+}
+
+}  // namespace minfer::cpu
