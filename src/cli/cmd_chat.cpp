@@ -259,9 +259,7 @@ int run_chat(int argc, char** argv) {
   }
   f.validate();
   cli::Log log;
-  log.quiet = f.quiet;
-  log.verbose = f.verbose;
-  if (!f.log_file.empty()) log.open_file(f.log_file);
+  f.setup_log(log);
 
   auto loaded = cli::load_model(model_path, log);
   const auto& model = *loaded.model;

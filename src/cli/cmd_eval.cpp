@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/run_common.h"
 #include "common/error.h"
 #include "quant/types.h"
 #include "runtime/context.h"
@@ -33,13 +34,6 @@ std::vector<int32_t> parse_tokens(const std::string& s) {
     ids.push_back(int32_t(x));
   }
   return ids;
-}
-
-minfer::GgmlType parse_kv_type(const std::string& s) {
-  if (s == "f32") return minfer::GgmlType::F32;
-  if (s == "f16") return minfer::GgmlType::F16;
-  if (s == "q8_0") return minfer::GgmlType::Q8_0;
-  minfer::fail("--kv-type: '{}' is not one of f32, f16, q8_0", s);
 }
 
 int run_eval(int argc, char** argv) {
@@ -67,7 +61,7 @@ int run_eval(int argc, char** argv) {
   minfer::runtime::ContextParams cp;
   cp.n_ctx = n_ctx;
   cp.n_threads = threads;
-  cp.kv_type = parse_kv_type(kv_type);
+  cp.kv_type = minfer::cli::parse_kv_type(kv_type);
   minfer::runtime::Context ctx(*model, cp);
   const int64_t nt = int64_t(ids.size());
   const int64_t n_out = all ? nt : 1;

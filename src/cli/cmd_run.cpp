@@ -73,9 +73,7 @@ int run_run(int argc, char** argv) {
   f.validate();
 
   cli::Log log;
-  log.quiet = f.quiet;
-  log.verbose = f.verbose;
-  if (!f.log_file.empty()) log.open_file(f.log_file);
+  f.setup_log(log);
 
   if (!prompt_file.empty()) prompt = cli::read_text_file(prompt_file, "prompt");
   else if (!have_prompt) {

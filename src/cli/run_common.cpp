@@ -97,6 +97,12 @@ runtime::SamplerParams GenFlags::sampler_params() const {
   return p;
 }
 
+void GenFlags::setup_log(Log& log) const {
+  log.quiet = quiet;
+  log.verbose = verbose;
+  if (!log_file.empty()) log.open_file(log_file);
+}
+
 GgmlType parse_kv_type(const std::string& s) {
   auto t = type_from_name(s);
   if (!t || (*t != GgmlType::F32 && *t != GgmlType::F16 && *t != GgmlType::Q8_0))

@@ -60,7 +60,7 @@ struct GenFlags {
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
   std::vector<std::string> stop;
-  std::string kv_type = "f32";
+  std::string kv_type = "f16";  // llama.cpp's default
   bool no_template = false;
   bool ignore_eos = false;
   std::string system;
@@ -70,6 +70,8 @@ struct GenFlags {
   std::string log_file;
 
   void add_to(CLI::App& app);
+  // quiet, verbose and --log-file applied to `log`.
+  void setup_log(Log& log) const;
   // Range checks (Error, exit 1) and the derived sampler parameters.
   runtime::SamplerParams sampler_params() const;
   void validate() const;

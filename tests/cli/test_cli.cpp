@@ -96,7 +96,8 @@ TEST_F(Cli, StoriesGreedyMatchesLlamaCpp) {
   ASSERT_EQ(g["cases"].size(), 3u);
   for (const auto& c : g["cases"]) {
     const std::string prompt = c["prompt_text"];
-    const Result r = run(stories() + " " + q(prompt) + " -n 64 --temp 0");
+    // The goldens were made with an F32 KV cache (their settings); the default is F16.
+    const Result r = run(stories() + " " + q(prompt) + " -n 64 --temp 0 --kv-type f32");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out, c["greedy"]["text"].get<std::string>()) << "prompt: " << prompt;
     EXPECT_NE(r.err.find("prompt eval time"), std::string::npos) << r.err;
@@ -139,7 +140,8 @@ TEST_F(Cli, StopStringSplitAcrossTokensIsCaughtAndNotPrinted) {
   const std::string stop = "girl na";  // "girl" + " named": two tokens of the 512-token vocabulary
   ASSERT_NE(full.find(stop), std::string::npos);
   // --stop before the positional prompt must not swallow it; a second stop that never occurs.
-  const Result r = run(stories() + " --stop " + q(stop) + " --stop zzzz 'Once upon a time' -n 64 --temp 0");
+  const Result r = run(stories() + " --stop " + q(stop) +
+                       " --stop zzzz 'Once upon a time' -n 64 --temp 0 --kv-type f32");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, full.substr(0, full.find(stop)));
   EXPECT_NE(r.err.find("stop string"), std::string::npos) << r.err;
