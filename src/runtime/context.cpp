@@ -132,24 +132,29 @@ const graph::ComputeGraph& Context::graph_for(int64_t n_tokens, int64_t n_out) {
   return prepare(*impl_, model_, stats_, n_tokens, n_out).cache.graph();
 }
 
-std::string Context::graph_json(int64_t n_tokens, int64_t n_out) {
-  const graph::ComputeGraph& g = graph_for(n_tokens, n_out);
-  Slot& s = impl_->slots[n_tokens == 1 ? 1 : 0];
+// The scheduled graph for this batch shape with what the exporters show beside it.
+template <class Export>
+static std::string export_graph(Context& ctx, Context::Impl& im, int64_t n_tokens, int64_t n_out,
+                                Export&& to_text) {
+  const graph::ComputeGraph& g = ctx.graph_for(n_tokens, n_out);
+  Slot& s = im.slots[n_tokens == 1 ? 1 : 0];
   graph::ExportInfo info;
   info.params = s.cache.params();
-  info.backend_names = {impl_->cpu.name()};
+  info.backend_names = {im.cpu.name()};
   info.buffers = s.alloc.buffer_info();
-  return graph::to_json(g, info);
+  return to_text(g, info);
+}
+
+std::string Context::graph_json(int64_t n_tokens, int64_t n_out) {
+  return export_graph(*this, *impl_, n_tokens, n_out, [](const auto& g, const auto& info) {
+    return graph::to_json(g, info);
+  });
 }
 
 std::string Context::graph_dot(int64_t n_tokens, int64_t n_out) {
-  const graph::ComputeGraph& g = graph_for(n_tokens, n_out);
-  Slot& s = impl_->slots[n_tokens == 1 ? 1 : 0];
-  graph::ExportInfo info;
-  info.params = s.cache.params();
-  info.backend_names = {impl_->cpu.name()};
-  info.buffers = s.alloc.buffer_info();
-  return graph::to_dot(g, info);
+  return export_graph(*this, *impl_, n_tokens, n_out, [](const auto& g, const auto& info) {
+    return graph::to_dot(g, info);
+  });
 }
 
 std::span<const float> Context::decode(std::span<const int32_t> tokens, int64_t n_out) {

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "tokenizer/impl.h"
+#include "tokenizer/symbol_merge.h"
 #include "tokenizer/unicode.h"
 
 namespace minfer::tok {
@@ -89,22 +90,8 @@ void Tokenizer::Impl::tokenize_bpe(std::string_view raw, std::vector<int32_t>& o
         symbols.push_back(Symbol{k - 1, k + 1 == n_sym ? -1 : k + 1, off, n, byte_token[b]});
         off += n;
       }
-      for (int i = 1; i < int(symbols.size()); ++i) add_bigram(i - 1, i);
-      while (!queue.empty()) {
-        const Bigram b = queue.top();
-        queue.pop();
-        Symbol& l = symbols[b.left];
-        Symbol& r = symbols[b.right];
-        // Outdated: one side was merged away or grew since the pair was queued.
-        if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;
-        l.n += r.n;
-        l.id = b.merged;
-        r.n = 0;
-        l.next = r.next;
-        if (r.next >= 0) symbols[r.next].prev = b.left;
-        add_bigram(l.prev, b.left);
-        add_bigram(b.left, l.next);
-      }
+      detail::merge_symbols(symbols, queue, add_bigram,
+                            [](Symbol& l, const Bigram& b) { l.id = b.merged; });
     }
 
     for (const Symbol& s : symbols) {

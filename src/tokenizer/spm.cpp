@@ -5,6 +5,7 @@
 #include <queue>
 
 #include "tokenizer/impl.h"
+#include "tokenizer/symbol_merge.h"
 #include "tokenizer/unicode.h"
 
 namespace minfer::tok {
@@ -53,21 +54,7 @@ void Tokenizer::Impl::tokenize_spm(std::string_view text, std::vector<int32_t>& 
     if (id < 0) return;
     queue.push(Bigram{left, right, tokens[id].score, size});
   };
-  for (int i = 1; i < int(symbols.size()); ++i) add_bigram(i - 1, i);
-
-  while (!queue.empty()) {
-    const Bigram b = queue.top();
-    queue.pop();
-    Symbol& l = symbols[b.left];
-    Symbol& r = symbols[b.right];
-    if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;
-    l.n += r.n;
-    r.n = 0;
-    l.next = r.next;
-    if (r.next >= 0) symbols[r.next].prev = b.left;
-    add_bigram(l.prev, b.left);
-    add_bigram(b.left, l.next);
-  }
+  detail::merge_symbols(symbols, queue, add_bigram, [](Symbol&, const Bigram&) {});
 
   static const char* hex = "0123456789ABCDEF";
   for (int i = 0; i != -1; i = symbols[i].next) {
