@@ -158,11 +158,9 @@ void CpuBackend::compute(const graph::CNode& node, sched::TensorMap& tm) {
           },
           [&](const graph::OpRope& op) {
             const auto& m = std::get<graph::RopeMeta>(node.meta);
-            float* y = out();
-            const float* x = src_f32(0);
-            if (y != x) std::memcpy(y, x, sizeof(float) * size_t(n));
-            cpu::rope(y, src_i32(1), nt, m.n_head, m.head_dim,
-                      rope_params(tm, op.style, m.n_rot, m.freq_base, m.freq_scale, m.freq_factors));
+            // Out of place when the allocator did not alias y to x: no separate copy pass.
+            cpu::rope_to(src_f32(0), out(), src_i32(1), nt, m.n_head, m.head_dim,
+                         rope_params(tm, op.style, m.n_rot, m.freq_base, m.freq_scale, m.freq_factors));
           },
           [&](const graph::OpKvStore& op) {
             const auto& m = std::get<graph::KvMeta>(node.meta);

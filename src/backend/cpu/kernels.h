@@ -59,6 +59,9 @@ struct RopeParams {
 // Rotates x [nt][n_head * head_dim] in place by the positions pos[nt], as ggml_rope_ext does.
 void rope(float* x, const int32_t* pos, int64_t nt, int64_t n_head, int64_t head_dim,
           const RopeParams& p);
+// The same from x into y (y may be x): dims >= n_rot are copied.
+void rope_to(const float* x, float* y, const int32_t* pos, int64_t nt, int64_t n_head,
+             int64_t head_dim, const RopeParams& p);
 
 void silu(const float* x, float* out, int64_t n);
 void swiglu(const float* gate, const float* up, float* out, int64_t n);  // silu(gate) * up

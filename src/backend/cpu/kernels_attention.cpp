@@ -2,6 +2,12 @@
 // matmul numerics for the K type (Q rounded to F16 for an F16 cache, quantized to Q8_0 for a
 // Q8_0 cache); softmax in F32 with max subtraction and a double sum (ggml_vec_soft_max_f32);
 // V is accumulated in F32.
+//
+// Two paths. With AVX-512 and an F32/F16 cache, attn_block (simd_ops_avx512.cpp) takes blocks of
+// 16 tokens x one KV head: the keys the block needs are converted to f32 and transposed once
+// (16 keys per vector), so each score is one FMA chain over the dimensions with no horizontal
+// sum, and the group's query heads share every key and value load. Otherwise (scalar, AVX2,
+// Q8_0 cache) one item is one token x one KV head on the dot-product tiles of kernels_dot.h.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,6 +16,7 @@
 #include "backend/cpu/act_quant.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_dot.h"
+#include "backend/cpu/kernels_ops.h"
 #include "backend/cpu/threadpool.h"
 #include "common/error.h"
 #include "common/fp16.h"
@@ -33,16 +40,13 @@ void check_region(const KvRegion& r, int64_t head_dim, const char* what) {
 }  // namespace
 
 void kv_store(KvRegion& dst, const float* src, const int32_t* pos, int64_t nt) {
+  const ToF16Fn to_f16 = ops_kernels(active_isa()).to_f16;
   for (int64_t t = 0; t < nt; ++t) {
     uint8_t* row = dst.data + size_t(pos[t]) * dst.row_bytes;
     const float* s = src + t * dst.width;
     switch (dst.type) {
       case GgmlType::F32: std::memcpy(row, s, size_t(dst.width) * sizeof(float)); break;
-      case GgmlType::F16: {
-        auto* h = reinterpret_cast<uint16_t*>(row);
-        for (int64_t i = 0; i < dst.width; ++i) h[i] = fp32_to_fp16(s[i]);
-        break;
-      }
+      case GgmlType::F16: to_f16(s, reinterpret_cast<uint16_t*>(row), dst.width); break;
       case GgmlType::Q8_0:
         // ggml's set_rows into a Q8_0 cache uses the CPU's from_float, the same as activations.
         quantize_act_q8_0(s, reinterpret_cast<quant::block_q8_0*>(row), dst.width);
@@ -105,6 +109,26 @@ void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k
                 out + (t * p.n_head + hk * group + g) * hdv);
   };
   const int64_t n_items = nt * p.n_head_kv;
+  const AttnBlockFn block = ops_kernels(isa).attn_block;
+  if (block && k.type != GgmlType::Q8_0 && v.type != GgmlType::Q8_0) {
+    // One work item = a block of up to kTokens tokens x one KV head: the block's keys are
+    // converted (and transposed) once, then each token's query heads are scored together.
+    // Later blocks attend to more keys: they are handed out first.
+    constexpr int64_t kTokens = 16;
+    const int64_t n_blocks = (nt + kTokens - 1) / kTokens;
+    auto block_fn = [&](int64_t item, int) {
+      const int64_t b = n_blocks - 1 - item / p.n_head_kv, hk = item % p.n_head_kv;
+      block(q, pos, b * kTokens, std::min(nt, (b + 1) * kTokens), hk, k, v, p, out);
+    };
+    // Threaded from ~1M multiply-adds (~50 us of work; a decode step at short context is a
+    // few microseconds, less than waking a sleeping worker costs).
+    const int64_t n_block_items = n_blocks * p.n_head_kv;
+    if (work >= (int64_t(1) << 20) && n_block_items > 1)
+      parallel_for(n_block_items, block_fn);
+    else
+      for (int64_t item = 0; item < n_block_items; ++item) block_fn(item, 0);
+    return;
+  }
   if (par)
     parallel_for(n_items, item_fn);
   else

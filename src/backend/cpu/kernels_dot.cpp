@@ -284,12 +284,14 @@ void swiglu_scalar(const float* gate, const float* up, float* out, int64_t n) {
 }  // namespace
 
 SwigluFn swiglu_fn(Isa isa) {
-  SwigluFn f = isa >= Isa::Avx2 ? swiglu_avx2() : nullptr;
+  SwigluFn f = isa >= Isa::Avx512 ? swiglu_avx512() : nullptr;
+  if (!f && isa >= Isa::Avx2) f = swiglu_avx2();
   return f ? f : &swiglu_scalar;
 }
 
 SoftmaxFn softmax_fn(Isa isa) {
-  SoftmaxFn f = isa >= Isa::Avx2 ? softmax_avx2() : nullptr;
+  SoftmaxFn f = isa >= Isa::Avx512 ? softmax_avx512() : nullptr;
+  if (!f && isa >= Isa::Avx2) f = softmax_avx2();
   return f ? f : &softmax_scalar;
 }
 

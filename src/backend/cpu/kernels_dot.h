@@ -49,5 +49,7 @@ DotTileFn dot_tile_avx512(GgmlType wtype);
 VsumFn vsum_avx2();
 SoftmaxFn softmax_avx2();
 SwigluFn swiglu_avx2();
+SoftmaxFn softmax_avx512();  // simd_ops_avx512.cpp
+SwigluFn swiglu_avx512();
 
 }  // namespace minfer::cpu
