@@ -217,9 +217,11 @@ namespace {
 // The K-quant SIMD tiles sum integers per super-block and then take the scalar kernel's float
 // steps in the same order: their results must be bit-identical, not merely close.
 TEST(MatmulIsa, KQuantFastPathsAreBitIdenticalToScalar) {
-  for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  // 6 tokens: VNNI tiles; 35: two 16-token AMX tiles (on AMX) and a 3-token tail.
+  for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+   for (int64_t nt : {6, 35}) {
     std::mt19937 rng(21);
-    const int64_t rows = 19, cols = 768, nt = 6;
+    const int64_t rows = 19, cols = 768;
     const auto wbuf = random_weights(t, rows, cols, rng);
     const auto x = test::random_floats(size_t(nt * cols), rng);
     WeightView w{t, wbuf.data(), rows, cols, row_size(t, cols)};
@@ -229,7 +231,7 @@ TEST(MatmulIsa, KQuantFastPathsAreBitIdenticalToScalar) {
     for (int i = 1; i <= int(detected_isa()); ++i) {
       force_isa(Isa(i));
       matmul(w, x.data(), nt, got.data(), nullptr);
-      EXPECT_EQ(got, ref) << type_name(t) << " on " << isa_name(Isa(i));
+      EXPECT_EQ(got, ref) << type_name(t) << " nt " << nt << " on " << isa_name(Isa(i));
     }
     reset_isa();
   }
