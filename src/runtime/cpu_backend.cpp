@@ -109,9 +109,13 @@ void CpuBackend::compute(const graph::CNode& node, sched::TensorMap& tm) {
     scratch_k_.resize(size_t(nt * m.n_head_kv * m.head_dim));
     scratch_v_.resize(size_t(nt * m.n_head_kv * m.head_dim_v));
     float* q = out();
-    matmul(tm, m.wq, m.bq, x, nt, q);
-    matmul(tm, m.wk, m.bk, x, nt, scratch_k_.data());
-    matmul(tm, m.wv, m.bv, x, nt, scratch_v_.data());
+    cpu::MatmulJob jobs[3] = {{view(tm, m.wq), nullptr, q},
+                              {view(tm, m.wk), nullptr, scratch_k_.data()},
+                              {view(tm, m.wv), nullptr, scratch_v_.data()}};
+    jobs[0].bias = vec_or_null(tm, m.bq, jobs[0].w.rows);
+    jobs[1].bias = vec_or_null(tm, m.bk, jobs[1].w.rows);
+    jobs[2].bias = vec_or_null(tm, m.bv, jobs[2].w.rows);
+    cpu::matmul_multi(jobs, 3, x, nt);
     qkv_epilogue(tm, m, src_i32(1), nt, q, scratch_k_.data(), scratch_v_.data());
   };
 
@@ -200,8 +204,9 @@ void CpuBackend::compute(const graph::CNode& node, sched::TensorMap& tm) {
             const float* x = src_f32(0);
             scratch_k_.resize(size_t(nt * m.nf));
             scratch_u_.resize(size_t(nt * m.nf));
-            matmul(tm, m.gate, "", x, nt, scratch_k_.data());
-            matmul(tm, m.up, "", x, nt, scratch_u_.data());
+            const cpu::MatmulJob jobs[2] = {{view(tm, m.gate), nullptr, scratch_k_.data()},
+                                            {view(tm, m.up), nullptr, scratch_u_.data()}};
+            cpu::matmul_multi(jobs, 2, x, nt);
             cpu::swiglu(scratch_k_.data(), scratch_u_.data(), out(), nt * m.nf);
           },
       },

@@ -40,6 +40,18 @@ struct WeightView {
 // x is [nt][cols], y is [nt][rows].
 void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const float* bias);
 
+// Several matrices with the same row length times the same activations: job j writes
+// jobs[j].y as matmul(jobs[j].w, x, nt, jobs[j].y, jobs[j].bias) would, bit for bit. When
+// they share a packed kernel the activations are quantized once and all the work runs in one
+// parallel_for (fewer barriers in a decode step); otherwise they run one after the other.
+struct MatmulJob {
+  WeightView w;
+  const float* bias = nullptr;
+  float* y = nullptr;
+};
+constexpr int kMaxJobs = 4;
+void matmul_multi(const MatmulJob* jobs, int n, const float* x, int64_t nt);
+
 // out[i] = dequantized row ids[i] of w (the embedding lookup). Ids are checked by the caller.
 void get_rows(const WeightView& w, const int32_t* ids, int64_t n, float* out);
 

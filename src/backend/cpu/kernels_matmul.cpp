@@ -32,65 +32,91 @@ constexpr int64_t kParallelMacs = int64_t(1) << 16;
 constexpr int64_t kDecodeGroups = 4;
 constexpr int64_t kPrefillGroups = 2;
 
-void matmul_packed(const WeightView& w, PackedGemmFn f, const float* x, int64_t nt, float* y,
-                   const float* bias) {
-  const int64_t nb = w.cols / 32;
-  const size_t xs = row_size(GgmlType::Q8_0, w.cols);
+// Several packed matrices of one type and row length times the same activations: quantized
+// once, and all their work items in one parallel_for (one wake-up and one barrier for the three
+// projections of a decode step's attention, or its FFN's gate and up).
+void matmul_packed(const MatmulJob* jobs, int n_jobs, PackedGemmFn f, const float* x, int64_t nt) {
+  const WeightView& w0 = jobs[0].w;
+  const int64_t cols = w0.cols, nb = cols / 32;
+  const size_t xs = row_size(GgmlType::Q8_0, cols);
   uint8_t* xq = thread_scratch(ScratchSlot::MatmulActivations, xs * size_t(nt));
   float* xd = thread_scratch_array<float>(ScratchSlot::MatmulActScales, size_t(nt * nb));
   int32_t* xc = thread_scratch_array<int32_t>(ScratchSlot::MatmulActSums, size_t(nt * nb));
-  const bool par = w.rows * w.cols * nt >= kParallelMacs;
+  int64_t rows = 0;
+  for (int j = 0; j < n_jobs; ++j) rows += jobs[j].w.rows;
+  const bool par = rows * cols * nt >= kParallelMacs;
   auto quantize = [&](int64_t t, int) {
     uint8_t* row = xq + size_t(t) * xs;
-    quantize_act(GgmlType::Q8_0, x + t * w.cols, row, w.cols);
-    packed_act_sums(w.type, row, nb, xd + t * nb, xc + t * nb);
+    quantize_act(GgmlType::Q8_0, x + t * cols, row, cols);
+    packed_act_sums(w0.type, row, nb, xd + t * nb, xc + t * nb);
   };
   if (par && nt > 1)
     parallel_for(nt, quantize);
   else
     for (int64_t t = 0; t < nt; ++t) quantize(t, 0);
 
-  const int64_t groups = w.rows / kPackRows;
   const int64_t per = nt == 1 ? kDecodeGroups : kPrefillGroups;
-  const int64_t n_gc = (groups + per - 1) / per;
   const int64_t n_tblk = (nt + kTokenBlock - 1) / kTokenBlock;
-  const size_t gb = packed_group_bytes(w.type, w.cols);
+  const size_t gb = packed_group_bytes(w0.type, cols);
+  int64_t first[kMaxJobs + 1] = {0};  // first work item of each job
+  for (int j = 0; j < n_jobs; ++j) {
+    const int64_t groups = jobs[j].w.rows / kPackRows;
+    first[j + 1] = first[j] + (groups + per - 1) / per * n_tblk;
+  }
   auto work = [&](int64_t c, int) {
-    const int64_t gc = c / n_tblk, tb = c % n_tblk;
+    int j = 0;
+    while (c >= first[j + 1]) ++j;
+    const MatmulJob& job = jobs[j];
+    const int64_t groups = job.w.rows / kPackRows, ldy = job.w.rows;
+    const int64_t gc = (c - first[j]) / n_tblk, tb = (c - first[j]) % n_tblk;
     const int64_t g0 = gc * per, ng = std::min(per, groups - g0);
     const int64_t t0 = tb * kTokenBlock, ntb = std::min(kTokenBlock, nt - t0);
     const PackedAct xa{xq + size_t(t0) * xs, xs, xd + t0 * nb, xc + t0 * nb};
-    float* yc = y + t0 * w.rows + g0 * kPackRows;
-    f(w.type, w.packed + size_t(g0) * gb, ng, nb, xa, ntb, yc, w.rows);
-    if (bias)
+    float* yc = job.y + t0 * ldy + g0 * kPackRows;
+    f(w0.type, job.w.packed + size_t(g0) * gb, ng, nb, xa, ntb, yc, ldy);
+    if (job.bias)
       for (int64_t t = 0; t < ntb; ++t)
-        for (int64_t r = 0; r < ng * kPackRows; ++r) yc[t * w.rows + r] += bias[g0 * kPackRows + r];
+        for (int64_t r = 0; r < ng * kPackRows; ++r) yc[t * ldy + r] += job.bias[g0 * kPackRows + r];
   };
   if (par)
-    parallel_for(n_gc * n_tblk, work);
+    parallel_for(first[n_jobs], work);
   else
-    for (int64_t c = 0; c < n_gc * n_tblk; ++c) work(c, 0);
+    for (int64_t c = 0; c < first[n_jobs]; ++c) work(c, 0);
   // Rows past the last whole group (a vocabulary of 151669 rows) have no packed copy: the
   // GGUF-layout tile kernel takes them, on the same Q8_0 activations.
-  const int64_t r0 = groups * kPackRows, tail = w.rows - r0;
-  if (tail > 0) {
-    dot_tile(w.type, active_isa())(w.type, w.cols, w.data + size_t(r0) * w.row_bytes, w.row_bytes,
+  for (int j = 0; j < n_jobs; ++j) {
+    const WeightView& w = jobs[j].w;
+    const int64_t r0 = w.rows / kPackRows * kPackRows, tail = w.rows - r0;
+    if (tail == 0) continue;
+    float* y = jobs[j].y;
+    dot_tile(w.type, active_isa())(w.type, cols, w.data + size_t(r0) * w.row_bytes, w.row_bytes,
                                    tail, xq, xs, nt, y + r0, w.rows);
-    if (bias)
+    if (jobs[j].bias)
       for (int64_t t = 0; t < nt; ++t)
-        for (int64_t r = r0; r < w.rows; ++r) y[t * w.rows + r] += bias[r];
+        for (int64_t r = r0; r < w.rows; ++r) y[t * w.rows + r] += jobs[j].bias[r];
   }
+}
+
+// The packed kernel all jobs can share, or nullptr (then each runs on its own).
+PackedGemmFn shared_packed_kernel(const MatmulJob* jobs, int n) {
+  for (int j = 0; j < n; ++j) {
+    const WeightView& w = jobs[j].w;
+    if (!w.packed || !packable(w.type, w.rows, w.cols) || w.type != jobs[0].w.type ||
+        w.cols != jobs[0].w.cols)
+      return nullptr;
+  }
+  return packed_gemm(jobs[0].w.type, active_isa());
 }
 
 }  // namespace
 
 void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const float* bias) {
   if (nt <= 0 || w.rows <= 0) return;
-  if (w.packed && packable(w.type, w.rows, w.cols))
-    if (const PackedGemmFn f = packed_gemm(w.type, active_isa())) {
-      matmul_packed(w, f, x, nt, y, bias);
-      return;
-    }
+  const MatmulJob job{w, bias, y};
+  if (const PackedGemmFn f = shared_packed_kernel(&job, 1)) {
+    matmul_packed(&job, 1, f, x, nt);
+    return;
+  }
   const GgmlType vdt = vec_dot_type(w.type);
   const int64_t bs = type_traits(vdt).block_size;
   if (w.cols % bs != 0 || w.cols % type_traits(w.type).block_size != 0)
@@ -126,6 +152,16 @@ void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const flo
     parallel_for(n_chunks * n_tblk, work);
   else
     for (int64_t c = 0; c < n_chunks * n_tblk; ++c) work(c, 0);
+}
+
+void matmul_multi(const MatmulJob* jobs, int n, const float* x, int64_t nt) {
+  if (n < 1 || n > kMaxJobs) fail("matmul_multi: {} matrices (1 to {})", n, kMaxJobs);
+  if (nt > 0)
+    if (const PackedGemmFn f = shared_packed_kernel(jobs, n)) {
+      matmul_packed(jobs, n, f, x, nt);
+      return;
+    }
+  for (int j = 0; j < n; ++j) matmul(jobs[j].w, x, nt, jobs[j].y, jobs[j].bias);
 }
 
 void get_rows(const WeightView& w, const int32_t* ids, int64_t n, float* out) {
