@@ -18,6 +18,7 @@ bool repack_enabled() {
 // Mirrors matmul()'s choice: packed kernels first, then dot_tile()'s fallback order.
 Isa matmul_isa(GgmlType wtype, Isa isa) {
   if (isa >= Isa::Amx && packed_gemm_amx(wtype) && repack_enabled()) return Isa::Amx;
+  if (isa >= Isa::Amx && dot_tile_avx512(wtype) && dot_tile_avx512_uses_amx(wtype)) return Isa::Amx;
   if (isa >= Isa::Avx512 && dot_tile_avx512(wtype)) return Isa::Avx512;
   if (isa >= Isa::Avx2 && dot_tile_avx2(wtype)) return Isa::Avx2;
   return Isa::Scalar;

@@ -46,6 +46,9 @@ SwigluFn swiglu_fn(Isa isa);
 DotTileFn dot_tile_scalar(GgmlType wtype);
 DotTileFn dot_tile_avx2(GgmlType wtype);
 DotTileFn dot_tile_avx512(GgmlType wtype);
+// Whether dot_tile_avx512's kernel for wtype runs prefill on AMX tiles when the active ISA is
+// Amx (the K-quant GEMMs choose that inside; kernel_info reports it).
+bool dot_tile_avx512_uses_amx(GgmlType wtype);
 VsumFn vsum_avx2();
 SoftmaxFn softmax_avx2();
 SwigluFn swiglu_avx2();

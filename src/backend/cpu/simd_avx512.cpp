@@ -615,6 +615,8 @@ struct F512K {
 
 }  // namespace
 
+bool dot_tile_avx512_uses_amx(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K; }
+
 DotTileFn dot_tile_avx512(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return &run_tiles<F512K<Load512F32>, 4, 4>;
@@ -639,5 +641,6 @@ DotTileFn dot_tile_avx512(GgmlType t) {
 #else
 namespace minfer::cpu {
 DotTileFn dot_tile_avx512(GgmlType) { return nullptr; }
+bool dot_tile_avx512_uses_amx(GgmlType) { return false; }
 }  // namespace minfer::cpu
 #endif
