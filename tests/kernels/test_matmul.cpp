@@ -217,9 +217,9 @@ namespace {
 // The K-quant SIMD tiles sum integers per super-block and then take the scalar kernel's float
 // steps in the same order: their results must be bit-identical, not merely close.
 TEST(MatmulIsa, KQuantFastPathsAreBitIdenticalToScalar) {
-  // 6 tokens: VNNI tiles; 35: two 16-token AMX tiles (on AMX) and a 3-token tail.
+  // 1 token: the decode GEMV; 6: VNNI tiles; 35: two 16-token AMX tiles (on AMX) and a tail.
   for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
-   for (int64_t nt : {6, 35}) {
+   for (int64_t nt : {1, 6, 35}) {
     std::mt19937 rng(21);
     const int64_t rows = 19, cols = 768;
     const auto wbuf = random_weights(t, rows, cols, rng);

@@ -509,9 +509,111 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
   for (int m = 0; m < 16; ++m) _mm512_mask_storeu_ps(y + (t0 + m) * ldy, rows, _mm512_load_ps(acc + 16 * m));
 }
 
+// ---- Decode GEMV for q4_K / q5_K on the GGUF layout -------------------------------------------
+// One row's super-block is two zmm of nibbles: the low nibbles of bytes 0-63 are sub-blocks 0
+// and 2, the high ones 1 and 3 (bytes 64-127: 4/6 and 5/7). The token's Q8_K quants are
+// rearranged once per call to match (zmm k = the two sub-blocks of nibble set k), so a row
+// costs 4 maddubs (u8 x s8 pair sums fit in int16: 2 x 31 x 127) and 4 madd with the rows'
+// sub-block scales spread by one permute each. The integer sum per super-block is exact and the
+// float steps are q45k_tile's: results are bit-identical to the scalar kernel.
+
+struct KqGemvAct {
+  __m512i xq[4];   // sub-blocks (0|2), (1|3), (4|6), (5|7)
+  __m128i pairs;   // 8 int16 bsum pairs (sub-blocks of 32)
+  float d;
+};
+
+inline void kq_gemv_prep(const uint8_t* xb, KqGemvAct* a) {
+  const uint8_t* q = xb + 4;
+  auto two = [&](int j0, int j1) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)(q + 32 * j0))),
+                              _mm256_loadu_si256((const __m256i*)(q + 32 * j1)), 1);
+  };
+  a->xq[0] = two(0, 2);
+  a->xq[1] = two(1, 3);
+  a->xq[2] = two(4, 6);
+  a->xq[3] = two(5, 7);
+  const __m256i bs = _mm256_loadu_si256((const __m256i*)(xb + 260));  // 16 int16 bsums
+  const __m256i ps = _mm256_madd_epi16(bs, _mm256_set1_epi16(1));     // 8 int32 pair sums
+  a->pairs = _mm256_cvtepi32_epi16(ps);                                // |pair| <= 4064
+  a->d = q8k_d(xb);
+}
+
+// The 8 6-bit scales and mins of a q4_K/q5_K super-block as int16 (ggml's 12-byte packing).
+inline void kq_scales(const uint8_t* p, __m128i* sc, __m128i* mn) {
+  uint32_t u[4];
+  __builtin_memcpy(u, p, 12);
+  constexpr uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+  u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+  const uint32_t a = u[1] & k1;
+  u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+  u[2] = a;
+  u[0] &= k1;
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));  // sc[0..7], mn[0..7]
+  *sc = _mm_cvtepu8_epi16(v);
+  *mn = _mm_cvtepu8_epi16(_mm_srli_si128(v, 8));
+}
+
+template <class K>
+inline float kq_gemv_row(const uint8_t* wr, int64_t nsb, const KqGemvAct* act) {
+  constexpr size_t kQs = K::kHigh ? 48 : 16;
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  // int16 lanes 0-15 take scale j0, lanes 16-31 scale j1, for the sub-block pairs of xq[k].
+  const __m512i perm[4] = {
+      _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1),
+      _mm512_inserti64x4(_mm512_set1_epi16(1), _mm256_set1_epi16(3), 1),
+      _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1),
+      _mm512_inserti64x4(_mm512_set1_epi16(5), _mm256_set1_epi16(7), 1)};
+  float s = 0.0f;
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* wb = wr + b * K::kBytes;
+    const KqGemvAct& a = act[b];
+    __m128i sc8, mn8;
+    kq_scales(wb + 4, &sc8, &mn8);
+    const __m512i sc = _mm512_broadcast_i32x4(sc8);
+    const __m512i v0 = _mm512_loadu_si512(wb + kQs), v1 = _mm512_loadu_si512(wb + kQs + 64);
+    __m512i q[4] = {_mm512_and_si512(v0, m4), _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4),
+                    _mm512_and_si512(v1, m4), _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4)};
+    if constexpr (K::kHigh) {
+      // Fifth bit of element e of sub-block j: bit j of qh[e].
+      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(wb + 16)));
+      const int js[4][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}};
+      for (int k = 0; k < 4; ++k) {
+        const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8(char(1 << js[k][0])),
+                                               _mm256_set1_epi8(char(1 << js[k][1])), 1);
+        q[k] = _mm512_mask_add_epi8(q[k], _mm512_test_epi8_mask(qh, bit), q[k], _mm512_set1_epi8(0x10));
+      }
+    }
+    __m512i isum = _mm512_setzero_si512();
+    for (int k = 0; k < 4; ++k)
+      isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(q[k], a.xq[k]),
+                                                      _mm512_permutexvar_epi16(perm[k], sc)));
+    const __m128i mm = _mm_madd_epi16(mn8, a.pairs);
+    __m128i m2 = _mm_add_epi32(mm, _mm_shuffle_epi32(mm, 0x4E));
+    m2 = _mm_add_epi32(m2, _mm_shuffle_epi32(m2, 0xB1));
+    const int summs = _mm_cvtsi128_si32(m2);
+    const float d = f16(wb), dmin = f16(wb + 2);
+    s += (d * a.d) * float(_mm512_reduce_add_epi32(isum)) - (dmin * a.d) * float(summs);
+  }
+  return s;
+}
+
+template <class K>
+void kq_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, float* y) {
+  const int64_t nsb = n / 256;
+  auto* act = reinterpret_cast<KqGemvAct*>(scratch(0, size_t(nsb) * sizeof(KqGemvAct)));
+  for (int64_t b = 0; b < nsb; ++b) kq_gemv_prep(x + b * kQ8KBytes, act + b);
+  for (int64_t r = 0; r < nr; ++r) y[r] = kq_gemv_row<K>(w + size_t(r) * ws, nsb, act);
+}
+
 template <class K>
 void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x,
              size_t xs, int64_t nt, float* y, int64_t ldy) {
+  if constexpr (!std::is_same_v<K, Q6KPanel>)
+    if (nt == 1) {
+      kq_gemv<K>(n, w, ws, nr, x, y);
+      return;
+    }
   if (nt < kGemmMinTokens) {
     dot_tile_avx2(type)(type, n, w, ws, nr, x, xs, nt, y, ldy);
     return;
