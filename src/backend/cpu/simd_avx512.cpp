@@ -598,6 +598,54 @@ inline float kq_gemv_row(const uint8_t* wr, int64_t nsb, const KqGemvAct* act) {
   return s;
 }
 
+// q6_K: per half (128 columns) of a super-block, the 64 bytes of ql are columns 0-63 (low
+// nibbles: 0-31 | 32-63) and 64-127 (high nibbles), each with 2 bits of qh shifted per 32-column
+// quarter; the token's quants of those columns are contiguous. u = q + 32 < 64, so maddubs' pair
+// sums fit in int16; the -32 offset is q6k_tile's: minus 32 * sum(scale x bsum).
+inline float q6k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03);
+  // int16 scale lanes for quarter pairs: lane i of set (k, hi) takes sub-block 8k + 4 hi + i / 8.
+  __m512i idx[4];
+  for (int k = 0; k < 2; ++k)
+    for (int hi = 0; hi < 2; ++hi) {
+      alignas(64) int16_t v[32];
+      for (int i = 0; i < 32; ++i) v[i] = int16_t(8 * k + 4 * hi + i / 8);
+      idx[2 * k + hi] = _mm512_load_si512(v);
+    }
+  const __m512i sh_lo = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+  const __m512i sh_hi = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+  float s = 0.0f;
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* wb = wr + b * 210;
+    const uint8_t* xb = x + b * kQ8KBytes;
+    const __m128i sc8 = _mm_loadu_si128((const __m128i*)(wb + 192));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+    const __m512i sc = _mm512_castsi256_si512(sc16);
+    __m512i isum = _mm512_setzero_si512();
+    for (int k = 0; k < 2; ++k) {
+      const __m512i v = _mm512_loadu_si512(wb + 64 * k);
+      const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(wb + 128 + 32 * k)));
+      const __m512i u0 = _mm512_or_si512(
+          _mm512_and_si512(v, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(h, sh_lo), m3), 4));
+      const __m512i u1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(h, sh_hi), m3), 4));
+      const __m512i x0 = _mm512_loadu_si512(xb + 4 + 128 * k), x1 = _mm512_loadu_si512(xb + 4 + 128 * k + 64);
+      isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u0, x0),
+                                                      _mm512_permutexvar_epi16(idx[2 * k], sc)));
+      isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u1, x1),
+                                                      _mm512_permutexvar_epi16(idx[2 * k + 1], sc)));
+    }
+    const __m256i bs = _mm256_loadu_si256((const __m256i*)(xb + 260));
+    const __m256i c8 = _mm256_madd_epi16(sc16, bs);
+    __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(c8), _mm256_extracti128_si256(c8, 1));
+    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4E));
+    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xB1));
+    const int corr = _mm_cvtsi128_si32(c4);
+    s += (f16(wb + 208) * q8k_d(xb)) * float(_mm512_reduce_add_epi32(isum) - 32 * corr);
+  }
+  return s;
+}
+
 template <class K>
 void kq_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, float* y) {
   const int64_t nsb = n / 256;
@@ -609,11 +657,13 @@ void kq_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* 
 template <class K>
 void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x,
              size_t xs, int64_t nt, float* y, int64_t ldy) {
-  if constexpr (!std::is_same_v<K, Q6KPanel>)
-    if (nt == 1) {
+  if (nt == 1) {
+    if constexpr (std::is_same_v<K, Q6KPanel>)
+      for (int64_t r = 0; r < nr; ++r) y[r] = q6k_gemv_row(w + size_t(r) * ws, n / 256, x);
+    else
       kq_gemv<K>(n, w, ws, nr, x, y);
-      return;
-    }
+    return;
+  }
   if (nt < kGemmMinTokens) {
     dot_tile_avx2(type)(type, n, w, ws, nr, x, xs, nt, y, ldy);
     return;
