@@ -57,6 +57,10 @@ const Value* File::find(std::string_view key) const {
   return it == impl_->kv_index.end() ? nullptr : &impl_->kv[it->second].value;
 }
 
+void File::release(const uint8_t* p, size_t n) const {
+  for (const auto& m : impl_->maps) m->release(p, n);
+}
+
 const TensorInfo* File::find_tensor(std::string_view name) const {
   auto it = impl_->tensor_index.find(name);
   return it == impl_->tensor_index.end() ? nullptr : &impl_->tensors[it->second];

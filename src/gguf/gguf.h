@@ -114,6 +114,11 @@ class File {
   const std::vector<TensorInfo>& tensors() const;
   const TensorInfo* find_tensor(std::string_view name) const;
 
+  // The caller will not read [p, p + n) soon (a tensor whose repacked copy replaces it): the
+  // whole pages of the range leave this process's memory; a later read maps them again from
+  // the file. No effect for from_memory images or ranges outside the mapping.
+  void release(const uint8_t* p, size_t n) const;
+
   struct Impl;
 
  private:

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -35,6 +36,15 @@ MappedFile::MappedFile(const std::string& path) {
   ::close(fd);  // the mapping keeps the file alive
   if (p == MAP_FAILED) fail("{}: cannot mmap {} bytes: {}", path, size_, std::strerror(e));
   data_ = static_cast<const uint8_t*>(p);
+}
+
+void MappedFile::release(const uint8_t* p, size_t n) const {
+  const auto lo = std::max(reinterpret_cast<uintptr_t>(p), reinterpret_cast<uintptr_t>(data_));
+  const auto hi = std::min(reinterpret_cast<uintptr_t>(p) + n, reinterpret_cast<uintptr_t>(data_) + size_);
+  const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t a = (lo + page - 1) / page * page, b = hi / page * page;
+  // Advice only: a failure changes nothing but the memory footprint.
+  if (a < b) (void)::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

@@ -15,6 +15,9 @@ class MappedFile {
 
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // madvise(MADV_DONTNEED) on the whole pages inside [p, p + n) ∩ the mapping: the mapping is
+  // private and read-only, so dropped pages come back from the file when read again.
+  void release(const uint8_t* p, size_t n) const;
 
  private:
   const uint8_t* data_ = nullptr;

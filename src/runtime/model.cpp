@@ -10,7 +10,8 @@
 
 namespace minfer::runtime {
 
-ModelWeights::ModelWeights(const models::TensorTable& t, bool repack, bool verbose) {
+ModelWeights::ModelWeights(const models::TensorTable& t, bool repack, bool verbose,
+                           const ReleaseFn& release) {
   for (const models::TensorRef& r : t.all()) {
     sched::WeightRef w;
     w.type = r.type;
@@ -35,6 +36,10 @@ ModelWeights::ModelWeights(const models::TensorTable& t, bool repack, bool verbo
     refs_[r.name].packed = buf.get();
     packed_.push_back(std::move(buf));
     packed_bytes_ += bytes;
+    // The packed copy serves every later read: the mapped pages can go at once, which keeps
+    // the peak footprint near one copy (a fallback to the GGUF-layout kernels maps them again).
+    if (release && r.name != "token_embd.weight" && v.rows % cpu::kPackRows == 0)
+      release(r.data, v.row_bytes * size_t(v.rows));
     if (verbose)
       std::fprintf(stderr, "repacked %s: %s %lld x %lld -> x16 rows (%.1f MiB)\n", r.name.c_str(),
                    std::string(type_name(r.type)).c_str(), (long long)v.rows, (long long)v.cols,
@@ -55,7 +60,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   if (opts.progress) opts.progress(0.3);
   m->tensors_ = models::TensorTable::from_gguf(*m->file_);
   m->hp_ = models::hparams_from_gguf(*m->file_, m->tensors_);
-  m->weights_ = std::make_unique<ModelWeights>(m->tensors_, opts.repack, opts.verbose);
+  const gguf::File& file = *m->file_;
+  m->weights_ = std::make_unique<ModelWeights>(
+      m->tensors_, opts.repack, opts.verbose,
+      [&file](const uint8_t* p, size_t n) { file.release(p, n); });
   if (opts.progress) opts.progress(0.6);
   m->tok_ = tok::Tokenizer::from_gguf(*m->file_);
   if (m->tok_->n_vocab() != m->hp_.n_vocab) {

@@ -32,7 +32,11 @@ struct LoadOptions {
 // (WeightRef::packed); the embedding stays unpacked unless it is also the output matrix.
 class ModelWeights final : public sched::WeightStore {
  public:
-  explicit ModelWeights(const models::TensorTable& t, bool repack = false, bool verbose = false);
+  // `release` (may be empty) is told each GGUF range that only its packed copy is read from
+  // afterwards (wholly packed, not the embedding), right after it is packed.
+  using ReleaseFn = std::function<void(const uint8_t*, size_t)>;
+  explicit ModelWeights(const models::TensorTable& t, bool repack = false, bool verbose = false,
+                        const ReleaseFn& release = {});
   const sched::WeightRef* find(const std::string& name) const override;
   size_t n_packed() const { return packed_.size(); }
   size_t packed_bytes() const { return packed_bytes_; }

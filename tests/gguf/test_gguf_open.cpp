@@ -1,5 +1,7 @@
 // Opens every GGUF file of the shared test data and checks facts recorded in DATA.md.
+#include <cstdio>
 #include <filesystem>
+#include <vector>
 
 #include "common/error.h"
 #include "common/test_data.h"
@@ -151,4 +153,30 @@ TEST(GgufOpen, TypedGettersRejectWrongTypes) {
 TEST(GgufOpen, MissingFileIsAnError) {
   EXPECT_THROW(File::open("/nonexistent/model.gguf"), Error);
   EXPECT_THROW(File::open("/tmp"), Error);
+}
+
+// release() drops a mapped range's pages; reading it again brings the same bytes back from
+// the file. For an in-memory image it must leave the caller's buffer alone.
+TEST(GgufOpen, ReleasedPagesReadBackFromTheFile) {
+  MINFER_REQUIRE_SHARED();
+  const std::string path = minfer::test::shared_path("models/stories260K.gguf");
+  auto f = File::open(path);
+  const TensorInfo* t = f->find_tensor("token_embd.weight");
+  ASSERT_NE(t, nullptr);
+  const std::vector<uint8_t> before(t->data, t->data + t->nbytes);
+  f->release(t->data, t->nbytes);
+  f->release(t->data - 100, 1 << 30);  // clipped to the mapping
+  EXPECT_EQ(std::vector<uint8_t>(t->data, t->data + t->nbytes), before);
+
+  std::vector<uint8_t> image(size_t(fs::file_size(path)));
+  {
+    std::FILE* fp = std::fopen(path.c_str(), "rb");
+    ASSERT_NE(fp, nullptr);
+    ASSERT_EQ(std::fread(image.data(), 1, image.size(), fp), image.size());
+    std::fclose(fp);
+  }
+  const std::vector<uint8_t> copy = image;
+  auto m = File::from_memory(image.data(), image.size(), "stories260K (in memory)");
+  m->release(image.data(), image.size());
+  EXPECT_EQ(image, copy);
 }
