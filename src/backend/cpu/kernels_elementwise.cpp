@@ -18,19 +18,36 @@ void rope_rows_scalar(const float* x, float* y, int64_t n_rows, int64_t head_dim
 
 namespace {
 
-void rms_scalar(const float* x, const float* weight, int64_t nt, int64_t d, float eps, float* out) {
-  for (int64_t t = 0; t < nt; ++t) {
-    const float* xr = x + t * d;
-    float* o = out + t * d;
-    double sum = 0.0;  // ggml_float
-    for (int64_t i = 0; i < d; ++i) sum += double(xr[i] * xr[i]);
-    const float mean = float(sum / double(d));
-    const float scale = 1.0f / std::sqrt(mean + eps);
-    // ggml scales first, then multiplies by the weight in a separate op.
-    if (weight)
-      for (int64_t i = 0; i < d; ++i) o[i] = (xr[i] * scale) * weight[i];
+void sumsq_scalar(const float* x, int64_t d, double* sum) {
+  double s = 0.0;  // ggml_float
+  for (int64_t i = 0; i < d; ++i) s += double(x[i] * x[i]);
+  *sum = s;
+}
+
+// ggml scales first, then multiplies by the weight in a separate op.
+void scale_row_scalar(const float* x, const float* w, float scale, int64_t d, float* o) {
+  if (w)
+    for (int64_t i = 0; i < d; ++i) o[i] = (x[i] * scale) * w[i];
+  else
+    for (int64_t i = 0; i < d; ++i) o[i] = x[i] * scale;
+}
+
+// rms_norm of nr rows: sums `lanes` rows at a time (the rest one by one), all of a group's
+// sums before any of its rows is written (out may be x).
+void rms_rows(const RmsParts& k, const float* x, const float* w, int64_t nr, int64_t d, float eps,
+              float* out) {
+  double sums[16];
+  const int64_t lanes = k.lanes;
+  for (int64_t r = 0; r < nr; r += lanes) {
+    const int64_t rows = std::min(lanes, nr - r);
+    if (rows == lanes && d >= lanes)
+      k.sumsq(x + r * d, d, sums);
     else
-      for (int64_t i = 0; i < d; ++i) o[i] = xr[i] * scale;
+      for (int64_t i = 0; i < rows; ++i) sumsq_scalar(x + (r + i) * d, d, sums + i);
+    for (int64_t i = 0; i < rows; ++i) {
+      const float mean = float(sums[i] / double(d));
+      k.scale(x + (r + i) * d, w, 1.0f / std::sqrt(mean + eps), d, out + (r + i) * d);
+    }
   }
 }
 
@@ -49,13 +66,14 @@ void mul_scalar(const float* a, const float* b, float* out, int64_t n) {
 struct Tables {
   OpsKernels isa[3];
   Tables() {
-    const OpsKernels scalar{&rms_scalar, &add_scalar, &mul_scalar, &rope_rows_scalar, nullptr, &to_f16_scalar};
+    const OpsKernels scalar{{1, &sumsq_scalar, &scale_row_scalar}, &add_scalar, &mul_scalar,
+                            &rope_rows_scalar, nullptr, &to_f16_scalar};
     const OpsKernels per_isa[3] = {scalar, ops_avx2(), ops_avx512()};
     // Each entry falls back to the next slower ISA's.
     for (int i = 0; i < 3; ++i) {
       const OpsKernels& k = per_isa[i];
       const OpsKernels& prev = i > 0 ? isa[i - 1] : scalar;
-      isa[i].rms_norm = k.rms_norm ? k.rms_norm : prev.rms_norm;
+      isa[i].rms = k.rms.sumsq ? k.rms : prev.rms;
       isa[i].add = k.add ? k.add : prev.add;
       isa[i].mul = k.mul ? k.mul : prev.mul;
       isa[i].rope = k.rope ? k.rope : prev.rope;
@@ -102,17 +120,17 @@ const OpsKernels& ops_kernels(Isa isa) {
 
 void rms_norm(const float* x, const float* weight, int64_t nt, int64_t d, float eps, float* out) {
   if (nt <= 0 || d <= 0) return;
-  const RmsRowsFn f = ops_kernels(active_isa()).rms_norm;
+  const RmsParts& k = ops_kernels(active_isa()).rms;
   // Chunks of 16 rows (at least ~4K elements); every row is computed the same way in any chunk.
   const int64_t rows = std::max<int64_t>(16, (4096 / d + 15) / 16 * 16);
   const int64_t n_chunks = (nt + rows - 1) / rows;
   if (nt * d >= kMinParallel && n_chunks > 1)
     parallel_for(n_chunks, [&](int64_t c, int) {
       const int64_t r0 = c * rows, nr = std::min(rows, nt - r0);
-      f(x + r0 * d, weight, nr, d, eps, out + r0 * d);
+      rms_rows(k, x + r0 * d, weight, nr, d, eps, out + r0 * d);
     });
   else
-    f(x, weight, nt, d, eps, out);
+    rms_rows(k, x, weight, nt, d, eps, out);
 }
 
 void silu(const float* x, float* out, int64_t n) { swiglu_any(x, nullptr, out, n); }

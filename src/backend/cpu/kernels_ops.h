@@ -12,10 +12,17 @@
 
 namespace minfer::cpu {
 
-// rms_norm of nr rows of d: bit-identical to the scalar kernel (each row's sum of squares is
-// accumulated in double in element order: SIMD versions give each row its own double lane).
-using RmsRowsFn = void (*)(const float* x, const float* weight, int64_t nr, int64_t d, float eps,
-                           float* out);
+// rms_norm's per-ISA parts, driven by one row loop (kernels_elementwise.cpp): the sums of
+// squares of `lanes` rows of d at once, each accumulated in double in element order from 0.0
+// (the scalar kernel's `sum += double(x * x)`; SIMD versions give each row its own double
+// lane), and one row scaled as the scalar kernel does, (x * scale) * w in two roundings.
+using SumSqRowsFn = void (*)(const float* x, int64_t d, double* sums);
+using ScaleRowFn = void (*)(const float* x, const float* w, float scale, int64_t d, float* out);
+struct RmsParts {
+  int lanes = 1;
+  SumSqRowsFn sumsq = nullptr;
+  ScaleRowFn scale = nullptr;
+};
 // out[i] = a[i] op b[i].
 using BinaryFn = void (*)(const float* a, const float* b, float* out, int64_t n);
 // Rotates n_rows head vectors of head_dim (x + r * head_dim) by one token's angles (the table
@@ -35,7 +42,7 @@ using AttnBlockFn = void (*)(const float* q, const int32_t* pos, int64_t t0, int
 using ToF16Fn = void (*)(const float* src, uint16_t* dst, int64_t n);
 
 struct OpsKernels {
-  RmsRowsFn rms_norm = nullptr;
+  RmsParts rms;  // sumsq nullptr: the slower ISA's
   BinaryFn add = nullptr;
   BinaryFn mul = nullptr;
   RopeRowsFn rope = nullptr;

@@ -66,36 +66,17 @@ void sumsq4(const float* x, int64_t d, double* sums) {
     for (int64_t j = i; j < d; ++j) sums[k] += double(x[k * d + j] * x[k * d + j]);
 }
 
-void rms256(const float* x, const float* w, int64_t nr, int64_t d, float eps, float* out) {
-  double sums[4];
-  for (int64_t r = 0; r < nr; r += 4) {
-    const int64_t rows = nr - r < 4 ? nr - r : 4;
-    if (rows == 4 && d >= 4) {
-      sumsq4(x + r * d, d, sums);
-    } else {
-      for (int64_t k = 0; k < rows; ++k) {
-        const float* xr = x + (r + k) * d;
-        double s = 0.0;
-        for (int64_t i = 0; i < d; ++i) s += double(xr[i] * xr[i]);
-        sums[k] = s;
-      }
-    }
-    for (int64_t k = 0; k < rows; ++k) {
-      const float mean = float(sums[k] / double(d));
-      const float scale = 1.0f / std::sqrt(mean + eps);
-      const float* xr = x + (r + k) * d;
-      float* o = out + (r + k) * d;
-      const __m256 s = _mm256_set1_ps(scale);
-      int64_t i = 0;
-      if (w) {
-        for (; i + 8 <= d; i += 8)
-          _mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(xr + i), s), _mm256_loadu_ps(w + i)));
-        for (; i < d; ++i) o[i] = (xr[i] * scale) * w[i];
-      } else {
-        for (; i + 8 <= d; i += 8) _mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_loadu_ps(xr + i), s));
-        for (; i < d; ++i) o[i] = xr[i] * scale;
-      }
-    }
+// out = (x * scale) * w (or x * scale), the scalar kernel's two roundings.
+void scale_row256(const float* x, const float* w, float scale, int64_t d, float* o) {
+  const __m256 s = _mm256_set1_ps(scale);
+  int64_t i = 0;
+  if (w) {
+    for (; i + 8 <= d; i += 8)
+      _mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), s), _mm256_loadu_ps(w + i)));
+    for (; i < d; ++i) o[i] = (x[i] * scale) * w[i];
+  } else {
+    for (; i + 8 <= d; i += 8) _mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), s));
+    for (; i < d; ++i) o[i] = x[i] * scale;
   }
 }
 
@@ -142,7 +123,7 @@ void rope256(const float* x, float* y, int64_t n_rows, int64_t head_dim, int64_t
 
 OpsKernels ops_avx2() {
   OpsKernels k;
-  k.rms_norm = &rms256;
+  k.rms = {4, &sumsq4, &scale_row256};
   k.add = &add256;
   k.mul = &mul256;
   k.rope = &rope256;

@@ -177,28 +177,6 @@ void scale_row(const float* x, const float* w, float scale, int64_t d, float* o)
   }
 }
 
-void rms512(const float* x, const float* w, int64_t nr, int64_t d, float eps, float* out) {
-  double sums[8];
-  for (int64_t r = 0; r < nr; r += 8) {
-    const int64_t rows = nr - r < 8 ? nr - r : 8;
-    if (rows == 8 && d >= 8) {
-      sumsq8(x + r * d, d, sums);
-    } else {
-      for (int64_t k = 0; k < rows; ++k) {
-        const float* xr = x + (r + k) * d;
-        double s = 0.0;
-        for (int64_t i = 0; i < d; ++i) s += double(xr[i] * xr[i]);
-        sums[k] = s;
-      }
-    }
-    // All sums first: the output may be the input (in place).
-    for (int64_t k = 0; k < rows; ++k) {
-      const float mean = float(sums[k] / double(d));
-      const float scale = 1.0f / std::sqrt(mean + eps);
-      scale_row(x + (r + k) * d, w, scale, d, out + (r + k) * d);
-    }
-  }
-}
 
 // ---- rope ----------------------------------------------------------------------------------
 
@@ -405,7 +383,7 @@ void attn_block512(const float* q, const int32_t* pos, int64_t t0, int64_t t1, i
 
 OpsKernels ops_avx512() {
   OpsKernels k;
-  k.rms_norm = &rms512;
+  k.rms = {8, &sumsq8, &scale_row};
   // add and mul: the AVX2 bodies. They run at memory speed either way, and 64-byte loads of
   // unaligned rows split cache lines (measured 15% slower on unaligned buffers).
   k.rope = &rope512;
