@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/packed_gemm.h"
 #include "backend/cpu/repack.h"
 #include "backend/cpu/scratch.h"
@@ -147,17 +148,8 @@ void sums_avx512(int offset, const uint8_t* row, int64_t nb, float* d, int32_t* 
 // int32 tiles, stored and scaled into float accumulators in L1. The epilogue of block b - 1 runs
 // after the products of block b are issued, so the AMX unit and the vector units overlap.
 
-struct alignas(64) TileConfig {
-  uint8_t palette;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-
 // Tiles 0-3: int32 sums (token tile i, group j) at 2 i + j; 4, 5: activations; 6, 7: weights.
-// A constant in read-only memory: the compiler cannot drop stores it does not see LDTILECFG read.
-constexpr TileConfig kTileConfig = {
+constexpr AmxTileConfig kTileConfig = {
     1, 0, {}, {64, 64, 64, 64, 32, 32, 64, 64}, {16, 16, 16, 16, 16, 16, 8, 8}};
 
 // The group's quants as signed bytes in 512-byte blocks (AMX multiplies bytes; signed weights

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/cpu/act_quant.h"
+#include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/kernels_dot.h"
 #include "backend/cpu/scratch.h"
 #include "common/fp16.h"
@@ -426,16 +427,9 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
 // multiplied by the rows' sub-block scales into int32 sums per super-block in registers, and
 // from there the float steps are kq_tile's, lane for lane: results are bit-identical.
 
-struct alignas(64) KqTileConfig {
-  uint8_t palette;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
 // Tiles 0, 1: sums; 2, 3: activations (16 tokens x kK bytes); 4, 5: quants (kK / 4 rows).
-constexpr KqTileConfig kKqTiles32 = {1, 0, {}, {64, 64, 32, 32, 64, 64}, {16, 16, 16, 16, 8, 8}};
-constexpr KqTileConfig kKqTiles16 = {1, 0, {}, {64, 64, 16, 16, 64, 64}, {16, 16, 16, 16, 4, 4}};
+constexpr AmxTileConfig kKqTiles32 = {1, 0, {}, {64, 64, 32, 32, 64, 64}, {16, 16, 16, 16, 8, 8}};
+constexpr AmxTileConfig kKqTiles16 = {1, 0, {}, {64, 64, 16, 16, 64, 64}, {16, 16, 16, 16, 4, 4}};
 
 template <class K>
 __attribute__((target("amx-tile,amx-int8"))) void kq_amx_begin() {
@@ -606,16 +600,17 @@ inline float kq_gemv_row(const uint8_t* wr, int64_t nsb, const KqGemvAct* act) {
 // nibbles: 0-31 | 32-63) and 64-127 (high nibbles), each with 2 bits of qh shifted per 32-column
 // quarter; the token's quants of those columns are contiguous. u = q + 32 < 64, so maddubs' pair
 // sums fit in int16; the -32 offset is q6k_tile's: minus 32 * sum(scale x bsum).
+// int16 scale lanes for the quarter pairs: lane i of set 2k + hi takes sub-block 8k + 4hi + i/8.
+alignas(64) constexpr int16_t kQ6ScaleLanes[4][32] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15}};
+
 inline float q6k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
   const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03);
-  // int16 scale lanes for quarter pairs: lane i of set (k, hi) takes sub-block 8k + 4 hi + i / 8.
   __m512i idx[4];
-  for (int k = 0; k < 2; ++k)
-    for (int hi = 0; hi < 2; ++hi) {
-      alignas(64) int16_t v[32];
-      for (int i = 0; i < 32; ++i) v[i] = int16_t(8 * k + 4 * hi + i / 8);
-      idx[2 * k + hi] = _mm512_load_si512(v);
-    }
+  for (int j = 0; j < 4; ++j) idx[j] = _mm512_load_si512(kQ6ScaleLanes[j]);
   const __m512i sh_lo = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
   const __m512i sh_hi = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
   float s = 0.0f;
