@@ -24,6 +24,14 @@ ModelWeights::ModelWeights(const models::TensorTable& t, bool repack, bool verbo
   // The embedding is read row by row (get_rows) from the mapping; it is a matmul weight only
   // when the model ties its output matrix to it.
   const bool tied = refs_.find("output.weight") == refs_.end();
+  // One buffer for every packed copy: it lies on huge pages (aligned_buffer), which per-tensor
+  // buffers of 1-3 MiB would mostly miss.
+  struct Job {
+    const models::TensorRef* ref;
+    cpu::WeightView view;
+    size_t offset, bytes;
+  };
+  std::vector<Job> jobs;
   for (const models::TensorRef& r : t.all()) {
     if (r.name == "token_embd.weight" && !tied) continue;
     if (r.ne[2] != 1 || r.ne[3] != 1 || !cpu::packable(r.type, r.ne[1], r.ne[0]) ||
@@ -31,20 +39,25 @@ ModelWeights::ModelWeights(const models::TensorTable& t, bool repack, bool verbo
       continue;
     const cpu::WeightView v = cpu::make_weight_view(r.name, r.type, r.data, r.ne);
     const size_t bytes = cpu::packed_bytes(r.type, v.rows, v.cols);
-    cpu::AlignedBuffer buf = cpu::aligned_buffer(bytes);
-    cpu::pack_weight(v, buf.get());
-    refs_[r.name].packed = buf.get();
-    packed_.push_back(std::move(buf));
-    packed_bytes_ += bytes;
+    jobs.push_back({&r, v, packed_bytes_, bytes});
+    packed_bytes_ += (bytes + 63) / 64 * 64;
+  }
+  if (jobs.empty()) return;
+  packed_ = cpu::aligned_buffer(packed_bytes_);
+  for (const Job& j : jobs) {
+    const models::TensorRef& r = *j.ref;
+    cpu::pack_weight(j.view, packed_.get() + j.offset);
+    refs_[r.name].packed = packed_.get() + j.offset;
     // The packed copy serves every later read: the mapped pages can go at once, which keeps
     // the peak footprint near one copy (a fallback to the GGUF-layout kernels maps them again).
-    if (release && r.name != "token_embd.weight" && v.rows % cpu::kPackRows == 0)
-      release(r.data, v.row_bytes * size_t(v.rows));
+    if (release && r.name != "token_embd.weight" && j.view.rows % cpu::kPackRows == 0)
+      release(r.data, j.view.row_bytes * size_t(j.view.rows));
     if (verbose)
       std::fprintf(stderr, "repacked %s: %s %lld x %lld -> x16 rows (%.1f MiB)\n", r.name.c_str(),
-                   std::string(type_name(r.type)).c_str(), (long long)v.rows, (long long)v.cols,
-                   double(bytes) / 1048576.0);
+                   std::string(type_name(r.type)).c_str(), (long long)j.view.rows,
+                   (long long)j.view.cols, double(j.bytes) / 1048576.0);
   }
+  n_packed_ = jobs.size();
 }
 
 const sched::WeightRef* ModelWeights::find(const std::string& name) const {

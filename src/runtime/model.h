@@ -38,13 +38,14 @@ class ModelWeights final : public sched::WeightStore {
   explicit ModelWeights(const models::TensorTable& t, bool repack = false, bool verbose = false,
                         const ReleaseFn& release = {});
   const sched::WeightRef* find(const std::string& name) const override;
-  size_t n_packed() const { return packed_.size(); }
+  size_t n_packed() const { return n_packed_; }
   size_t packed_bytes() const { return packed_bytes_; }
 
  private:
   std::unordered_map<std::string, sched::WeightRef> refs_;
-  std::vector<cpu::AlignedBuffer> packed_;
+  cpu::AlignedBuffer packed_;  // every packed copy, 64-byte aligned each
   size_t packed_bytes_ = 0;
+  size_t n_packed_ = 0;
 };
 
 class Model {

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/mman.h>
+
 #include "backend/cpu/threadpool.h"
 #include "common/error.h"
 #include "quant/quant.h"
@@ -24,9 +26,18 @@ int packed_offset(GgmlType type) {
 void AlignedFree::operator()(uint8_t* p) const { std::free(p); }
 
 AlignedBuffer aligned_buffer(size_t bytes) {
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  // Decode streams these buffers once per token: on 2 MiB pages the walk costs no TLB misses
+  // and the hardware prefetchers are not stopped at every 4 KiB boundary (a two-thread read
+  // loop here: 27 -> 31 GB/s). THP is often opt-in (enabled=madvise), hence the advice.
+  constexpr size_t kHuge = size_t(2) << 20;
+  const bool huge = bytes >= kHuge;
+  const size_t align = huge ? kHuge : 64;
+  const size_t rounded = ((bytes == 0 ? 1 : bytes) + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded);
   if (!p) fail("out of memory allocating {} bytes for repacked weights", bytes);
+#ifdef MADV_HUGEPAGE
+  if (huge) (void)::madvise(p, rounded, MADV_HUGEPAGE);
+#endif
   return AlignedBuffer(static_cast<uint8_t*>(p));
 }
 

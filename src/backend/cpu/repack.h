@@ -48,7 +48,9 @@ struct AlignedFree {
   void operator()(uint8_t* p) const;
 };
 using AlignedBuffer = std::unique_ptr<uint8_t[], AlignedFree>;
-AlignedBuffer aligned_buffer(size_t bytes);  // 64-byte aligned; Error when out of memory
+// 64-byte aligned; from 2 MiB up, 2 MiB aligned and advised onto huge pages. Error when out of
+// memory.
+AlignedBuffer aligned_buffer(size_t bytes);
 
 // Repacks the whole groups of w (packable) into out (packed_bytes, 64-byte aligned), spread
 // over the threads.
