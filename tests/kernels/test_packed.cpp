@@ -15,6 +15,8 @@
 #include "backend/cpu/repack.h"
 #include "common/error.h"
 #include "common/fp16.h"
+#include "backend/cpu/kernels_dot.h"
+#include "quant/quant.h"
 #include "kernels/random_weights.h"
 
 namespace minfer::cpu {
@@ -49,8 +51,14 @@ struct Acts {
 Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t cols) {
   Acts a;
   const int64_t nb = cols / 32;
-  a.stride = row_size(GgmlType::Q8_0, cols);
+  const GgmlType at = packed_act_type(wt);
+  a.stride = row_size(at, cols);
   a.q.resize(a.stride * size_t(nt));
+  if (at == GgmlType::Q8_K) {  // the K-quant kernels read the Q8_K rows only
+    for (int64_t t = 0; t < nt; ++t)
+      quantize_act(at, x.data() + t * cols, a.q.data() + size_t(t) * a.stride, cols);
+    return a;
+  }
   a.d.resize(size_t(nt * nb));
   a.c.resize(size_t(nt * nb));
   for (int64_t t = 0; t < nt; ++t) {
@@ -86,6 +94,7 @@ class PackedTest : public testing::TestWithParam<GgmlType> {};
 // double here: the layout and the offset corrections must be exact.
 TEST_P(PackedTest, ScalarKernelMatchesThePlainDotProduct) {
   const GgmlType t = GetParam();
+  if (packed_kquant(t)) GTEST_SKIP() << "K-quants: see KQuantScalarKernelMatchesTheDequantizedDot";
   std::mt19937 rng(7);
   for (int64_t cols : {32, 96, 256}) {
     const int64_t rows = 32, nt = 3, nb = cols / 32;
@@ -113,12 +122,46 @@ TEST_P(PackedTest, ScalarKernelMatchesThePlainDotProduct) {
   }
 }
 
+// The K-quants: against the dequantized weights times the dequantized Q8_K activations in
+// double (independent of the layout and of the integer factoring), and bit for bit against the
+// GGUF-layout scalar kernel, whose integer sums and float steps it repeats.
+TEST_P(PackedTest, KQuantScalarKernelMatchesTheDequantizedDot) {
+  const GgmlType t = GetParam();
+  if (!packed_kquant(t)) GTEST_SKIP() << "the _0 types: see ScalarKernelMatchesThePlainDotProduct";
+  std::mt19937 rng(7);
+  for (int64_t cols : {256, 768}) {
+    const int64_t rows = 32, nt = 3, nb = cols / 256;
+    Packed k = make_packed(t, rows, cols, rng);
+    const auto x = random_floats(size_t(nt * cols), rng);
+    const Acts a = make_acts(t, x, nt, cols);
+    std::vector<float> y(size_t(nt * rows)), gguf(y.size());
+    packed_gemm_scalar(t, k.p.get(), rows / 16, nb, a.view(), nt, y.data(), rows);
+    dot_tile(t, Isa::Scalar)(t, cols, k.w.data(), k.view.row_bytes, rows, a.q.data(), a.stride, nt,
+                             gguf.data(), rows);
+    EXPECT_EQ(y, gguf) << type_name(t) << " cols " << cols;
+    std::vector<float> wrow(static_cast<size_t>(cols)), xrow(static_cast<size_t>(cols));
+    for (int64_t tt = 0; tt < nt; ++tt) {
+      quant::dequantize_row(GgmlType::Q8_K, a.q.data() + size_t(tt) * a.stride, xrow.data(), cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        quant::dequantize_row(t, k.w.data() + size_t(r) * k.view.row_bytes, wrow.data(), cols);
+        double ref = 0.0, mag = 0.0;
+        for (int64_t e = 0; e < cols; ++e) {
+          ref += double(wrow[size_t(e)]) * double(xrow[size_t(e)]);
+          mag += std::fabs(double(wrow[size_t(e)]) * double(xrow[size_t(e)]));
+        }
+        EXPECT_NEAR(y[size_t(tt * rows + r)], ref, 1e-5 * (1.0 + mag))
+            << type_name(t) << " cols " << cols << " token " << tt << " row " << r;
+      }
+    }
+  }
+}
+
 // VNNI and AMX run the same integer sums and the same float steps: bit-identical results,
 // for token counts around the 16-token AMX tiles and the 8/4/1 VNNI tiles.
 TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
   const GgmlType t = GetParam();
   std::mt19937 rng(11);
-  const int64_t rows = 48, cols = 160, nb = cols / 32;
+  const int64_t rows = 48, cols = packed_kquant(t) ? 768 : 160, nb = cols / packed_block_cols(t);
   Packed k = make_packed(t, rows, cols, rng);
   int tested = 0;
   for (Isa isa : {Isa::Avx512, Isa::Amx}) {
@@ -160,7 +203,9 @@ TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, PackedTest, testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0),
+INSTANTIATE_TEST_SUITE_P(Types, PackedTest,
+                         testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K,
+                                         GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
 TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {
@@ -169,7 +214,10 @@ TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {
   EXPECT_TRUE(packable(GgmlType::Q8_0, 17, 32));  // one group packed, one row from the GGUF layout
   EXPECT_FALSE(packable(GgmlType::Q8_0, 15, 32));
   EXPECT_FALSE(packable(GgmlType::Q5_0, 16, 48));
-  EXPECT_FALSE(packable(GgmlType::Q4_K, 16, 256));
+  EXPECT_TRUE(packable(GgmlType::Q4_K, 16, 256));
+  EXPECT_TRUE(packable(GgmlType::Q6_K, 4864, 1024));
+  EXPECT_FALSE(packable(GgmlType::Q5_K, 16, 224));  // not whole super-blocks
+  EXPECT_FALSE(packable(GgmlType::Q3_K, 16, 256));
   EXPECT_FALSE(packable(GgmlType::F32, 16, 32));
   std::vector<uint8_t> w(row_size(GgmlType::Q8_0, 32) * 15);
   WeightView v{GgmlType::Q8_0, w.data(), 15, 32, row_size(GgmlType::Q8_0, 32)};

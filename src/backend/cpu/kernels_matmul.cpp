@@ -37,18 +37,20 @@ constexpr int64_t kPrefillGroups = 2;
 // projections of a decode step's attention, or its FFN's gate and up).
 void matmul_packed(const MatmulJob* jobs, int n_jobs, PackedGemmFn f, const float* x, int64_t nt) {
   const WeightView& w0 = jobs[0].w;
-  const int64_t cols = w0.cols, nb = cols / 32;
-  const size_t xs = row_size(GgmlType::Q8_0, cols);
+  const GgmlType at = packed_act_type(w0.type);
+  const bool sums = at == GgmlType::Q8_0;  // the K-quant kernels read Q8_K's own d and bsums
+  const int64_t cols = w0.cols, nb = cols / packed_block_cols(w0.type);
+  const size_t xs = row_size(at, cols);
   uint8_t* xq = thread_scratch(ScratchSlot::MatmulActivations, xs * size_t(nt));
-  float* xd = thread_scratch_array<float>(ScratchSlot::MatmulActScales, size_t(nt * nb));
-  int32_t* xc = thread_scratch_array<int32_t>(ScratchSlot::MatmulActSums, size_t(nt * nb));
+  float* xd = sums ? thread_scratch_array<float>(ScratchSlot::MatmulActScales, size_t(nt * nb)) : nullptr;
+  int32_t* xc = sums ? thread_scratch_array<int32_t>(ScratchSlot::MatmulActSums, size_t(nt * nb)) : nullptr;
   int64_t rows = 0;
   for (int j = 0; j < n_jobs; ++j) rows += jobs[j].w.rows;
   const bool par = rows * cols * nt >= kParallelMacs;
   auto quantize = [&](int64_t t, int) {
     uint8_t* row = xq + size_t(t) * xs;
-    quantize_act(GgmlType::Q8_0, x + t * cols, row, cols);
-    packed_act_sums(w0.type, row, nb, xd + t * nb, xc + t * nb);
+    quantize_act(at, x + t * cols, row, cols);
+    if (sums) packed_act_sums(w0.type, row, nb, xd + t * nb, xc + t * nb);
   };
   if (par && nt > 1)
     parallel_for(nt, quantize);
@@ -71,7 +73,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, PackedGemmFn f, const floa
     const int64_t gc = (c - first[j]) / n_tblk, tb = (c - first[j]) % n_tblk;
     const int64_t g0 = gc * per, ng = std::min(per, groups - g0);
     const int64_t t0 = tb * kTokenBlock, ntb = std::min(kTokenBlock, nt - t0);
-    const PackedAct xa{xq + size_t(t0) * xs, xs, xd + t0 * nb, xc + t0 * nb};
+    const PackedAct xa{xq + size_t(t0) * xs, xs, sums ? xd + t0 * nb : nullptr, sums ? xc + t0 * nb : nullptr};
     float* yc = job.y + t0 * ldy + g0 * kPackRows;
     f(w0.type, job.w.packed + size_t(g0) * gb, ng, nb, xa, ntb, yc, ldy);
     if (job.bias)
@@ -83,7 +85,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, PackedGemmFn f, const floa
   else
     for (int64_t c = 0; c < first[n_jobs]; ++c) work(c, 0);
   // Rows past the last whole group (a vocabulary of 151669 rows) have no packed copy: the
-  // GGUF-layout tile kernel takes them, on the same Q8_0 activations.
+  // GGUF-layout tile kernel takes them, on the same activations (the types' vec_dot types).
   for (int j = 0; j < n_jobs; ++j) {
     const WeightView& w = jobs[j].w;
     const int64_t r0 = w.rows / kPackRows * kPackRows, tail = w.rows - r0;

@@ -266,14 +266,14 @@ PackedGemmFn packed_gemm_avx512(GgmlType t) {
   if (t == GgmlType::Q8_0) return &gemm_vnni<PQ8>;
   if (t == GgmlType::Q4_0) return &gemm_vnni<PQ4>;
   if (t == GgmlType::Q5_0) return &gemm_vnni<PQ5>;
-  return nullptr;
+  return packed_kq_gemm_avx512(t, false);
 }
 
 PackedGemmFn packed_gemm_amx(GgmlType t) {
   if (t == GgmlType::Q8_0) return &gemm_amx<PQ8>;
   if (t == GgmlType::Q4_0) return &gemm_amx<PQ4>;
   if (t == GgmlType::Q5_0) return &gemm_amx<PQ5>;
-  return nullptr;
+  return packed_kq_gemm_avx512(t, true);
 }
 
 PackedSumsFn packed_sums_avx512() { return &sums_avx512; }

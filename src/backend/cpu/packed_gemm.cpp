@@ -31,7 +31,69 @@ inline int quant(GgmlType t, const uint8_t* q, int r, int k) {
   return u | (((q[256 + 8 * (k / 4) + bit / 8] >> (bit % 8)) & 1) << 4);
 }
 
+// Quant k (0..255) of row r in the K-quant super-block o (repack.h), unsigned.
+inline int kquant(GgmlType t, const uint8_t* o, int r, int k) {
+  const int j = k / 32, e = k % 32, c = (e % 16) / 4, lane = 4 * r + e % 4;
+  const bool hi = e >= 16;
+  const uint8_t v = o[256 * j + 64 * c + lane];
+  int q = hi ? v >> 4 : v & 0x0F;
+  if (t == GgmlType::Q5_K) q |= ((o[2048 + 64 * j + 16 * c + 8 * hi + lane / 8] >> (lane % 8)) & 1) << 4;
+  if (t == GgmlType::Q6_K)
+    q |= ((o[2048 + 128 * j + 64 * (c / 2) + lane] >> (4 * (c % 2) + 2 * hi)) & 3) << 4;
+  return q;
+}
+
+// The K-quants over Q8_K activations: per super-block the exact integer sums, then the float
+// steps of the GGUF-layout kernels (kernels_dot.cpp), in their order.
+void packed_kq_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64_t nsb,
+                      const PackedAct& x, int64_t nt, float* y, int64_t ldy) {
+  const size_t kb = packed_kq_block_bytes(wtype), gb = packed_group_bytes(wtype, nsb * 256);
+  const bool q6 = wtype == GgmlType::Q6_K;
+  for (int64_t g = 0; g < n_groups; ++g)
+    for (int64_t t = 0; t < nt; ++t)
+      for (int r = 0; r < kPackRows; ++r) {
+        float acc = 0.0f;
+        for (int64_t b = 0; b < nsb; ++b) {
+          const uint8_t* o = wp + size_t(g) * gb + size_t(b) * kb;
+          const uint8_t* xb = x.q + size_t(t) * x.stride + size_t(b) * 292;
+          float xd;
+          std::memcpy(&xd, xb, 4);
+          const int8_t* xq = reinterpret_cast<const int8_t*>(xb + 4);
+          int16_t bsum[16];
+          std::memcpy(bsum, xb + 260, 32);
+          const uint8_t* par = o + 2048 + (wtype == GgmlType::Q5_K ? 512 : q6 ? 1024 : 0);
+          uint16_t hd;
+          std::memcpy(&hd, par + 256 + 2 * r, 2);
+          if (q6) {
+            int isum = 0;
+            for (int s = 0; s < 16; ++s) {
+              int part = -32 * bsum[s];
+              for (int k = 16 * s; k < 16 * s + 16; ++k) part += kquant(wtype, o, r, k) * xq[k];
+              isum += int8_t(par[16 * s + r]) * part;
+            }
+            acc += (fp16_to_fp32(hd) * xd) * float(isum);
+          } else {
+            int isum = 0, summs = 0;
+            for (int j = 0; j < 8; ++j) {
+              int part = 0;
+              for (int k = 32 * j; k < 32 * j + 32; ++k) part += kquant(wtype, o, r, k) * xq[k];
+              isum += par[16 * j + r] * part;
+              summs += par[128 + 32 * (j / 2) + 2 * r + j % 2] * (bsum[2 * j] + bsum[2 * j + 1]);
+            }
+            uint16_t hm;
+            std::memcpy(&hm, par + 288 + 2 * r, 2);
+            acc += (fp16_to_fp32(hd) * xd) * float(isum) - (fp16_to_fp32(hm) * xd) * float(summs);
+          }
+        }
+        y[t * ldy + 16 * g + r] = acc;
+      }
+}
+
 }  // namespace
+
+GgmlType packed_act_type(GgmlType wtype) {
+  return packed_kquant(wtype) ? GgmlType::Q8_K : GgmlType::Q8_0;
+}
 
 void packed_act_sums(GgmlType wtype, const uint8_t* row, int64_t nb, float* d, int32_t* c) {
   const PackedSumsFn f = active_isa() >= Isa::Avx512 ? packed_sums_avx512() : nullptr;
@@ -40,6 +102,10 @@ void packed_act_sums(GgmlType wtype, const uint8_t* row, int64_t nb, float* d, i
 
 void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64_t nb,
                         const PackedAct& x, int64_t nt, float* y, int64_t ldy) {
+  if (packed_kquant(wtype)) {
+    packed_kq_scalar(wtype, wp, n_groups, nb, x, nt, y, ldy);
+    return;
+  }
   const size_t qb = packed_quant_bytes(wtype), gb = packed_group_bytes(wtype, nb * 32);
   for (int64_t g = 0; g < n_groups; ++g) {
     const uint8_t* grp = wp + size_t(g) * gb;

@@ -4,7 +4,8 @@
 // Every path computes, per output (row r, token t), the exact integer dot product of each
 // 32-element block, corrects it for the weights' offset, and accumulates in block order
 //   acc = fma(float(isum_b - offset * sum(x_b)), d_w[r][b] * d_x[t][b], acc)
-// so the scalar, AVX-512 VNNI and AMX kernels give bit-identical results.
+// (the K-quants: per super-block the exact integer sums, then the float steps of their
+// GGUF-layout kernels) so the scalar, AVX-512 VNNI and AMX kernels give bit-identical results.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -14,8 +15,9 @@
 
 namespace minfer::cpu {
 
-// Activations in Q8_0 rows (quantize_act's output): row t's block b at q + t * stride + 34 b,
-// plus per (token, block) the scale as a float and the offset correction.
+// Activations in rows of packed_act_type (quantize_act's output): for the _0 types Q8_0 rows,
+// row t's block b at q + t * stride + 34 b, plus per (token, block) the scale as a float and
+// the offset correction; for the K-quants Q8_K rows (292 bytes per block; d and c unused).
 struct PackedAct {
   const uint8_t* q = nullptr;
   size_t stride = 0;
@@ -23,11 +25,13 @@ struct PackedAct {
   const int32_t* c = nullptr;  // [t * nb + b] = -offset * sum of the block's quants
 };
 
+GgmlType packed_act_type(GgmlType wtype);  // Q8_0, or Q8_K for the K-quants
+
 // d and c of one Q8_0 activation row of nb blocks, for weights of `wtype`.
 void packed_act_sums(GgmlType wtype, const uint8_t* row, int64_t nb, float* d, int32_t* c);
 
 // y[t * ldy + 16 g + i] = row 16 g + i of the packed weight (groups from wp, group_bytes apart)
-// times activation row t, for g < n_groups and t < nt.
+// times activation row t, for g < n_groups and t < nt; nb blocks (of packed_block_cols) a row.
 using PackedGemmFn = void (*)(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64_t nb,
                               const PackedAct& x, int64_t nt, float* y, int64_t ldy);
 
@@ -42,6 +46,8 @@ void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int
 // Per-ISA entry points (packed_avx512.cpp); nullptr where not compiled.
 PackedGemmFn packed_gemm_avx512(GgmlType wtype);
 PackedGemmFn packed_gemm_amx(GgmlType wtype);
+// The K-quants' kernels (simd_avx512.cpp); amx: AMX tiles for Q4_K/Q5_K prefill.
+PackedGemmFn packed_kq_gemm_avx512(GgmlType wtype, bool amx);
 using PackedSumsFn = void (*)(int offset, const uint8_t* row, int64_t nb, float* d, int32_t* c);
 PackedSumsFn packed_sums_avx512();
 

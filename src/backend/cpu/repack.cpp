@@ -7,12 +7,14 @@
 
 #include "backend/cpu/threadpool.h"
 #include "common/error.h"
+#include "quant/blocks.h"
 #include "quant/quant.h"
 
 namespace minfer::cpu {
 
 bool packable(GgmlType type, int64_t rows, int64_t cols) {
-  return packed_quant_bytes(type) != 0 && rows >= kPackRows && cols > 0 && cols % 32 == 0;
+  return (packed_quant_bytes(type) != 0 || packed_kquant(type)) && rows >= kPackRows && cols > 0 &&
+         cols % packed_block_cols(type) == 0;
 }
 
 size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
@@ -76,6 +78,92 @@ void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
   }
 }
 
+// One row's K-quant super-block as 256 unsigned quants (Q4_K 0-15, Q5_K 0-31, Q6_K q + 32 in
+// 0-63) and its sub-block scales (Q4_K/Q5_K: 8 scales and 8 mins; Q6_K: 16 int8 scales).
+struct KBlock {
+  uint8_t q[256];
+  uint8_t sc[16];
+  uint8_t mn[8];
+  uint16_t d, dmin;
+};
+
+KBlock decode_kblock(GgmlType t, const uint8_t* blk) {
+  KBlock k{};
+  if (t == GgmlType::Q6_K) {
+    const auto* b = reinterpret_cast<const quant::block_q6_K*>(blk);
+    for (int h = 0; h < 2; ++h)
+      for (int r = 0; r < 4; ++r)
+        for (int l = 0; l < 32; ++l) {
+          const int lo = (b->ql[64 * h + l + 32 * (r & 1)] >> (4 * (r >> 1))) & 0x0F;
+          k.q[128 * h + 32 * r + l] = uint8_t(lo | (((b->qh[32 * h + l] >> (2 * r)) & 3) << 4));
+        }
+    std::memcpy(k.sc, b->scales, 16);
+    k.d = b->d;
+    return k;
+  }
+  const bool q5 = t == GgmlType::Q5_K;
+  const uint8_t* scales = q5 ? reinterpret_cast<const quant::block_q5_K*>(blk)->scales
+                             : reinterpret_cast<const quant::block_q4_K*>(blk)->scales;
+  const uint8_t* qs = q5 ? reinterpret_cast<const quant::block_q5_K*>(blk)->qs
+                         : reinterpret_cast<const quant::block_q4_K*>(blk)->qs;
+  for (int j = 0; j < 8; ++j) {
+    quant::get_scale_min_k4(j, scales, &k.sc[j], &k.mn[j]);
+    for (int l = 0; l < 32; ++l) {
+      int v = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0x0F;
+      if (q5) v |= ((reinterpret_cast<const quant::block_q5_K*>(blk)->qh[l] >> j) & 1) << 4;
+      k.q[32 * j + l] = uint8_t(v);
+    }
+  }
+  std::memcpy(&k.d, blk, 2);
+  std::memcpy(&k.dmin, blk + 2, 2);
+  return k;
+}
+
+// One K-quant group: rows r0..r0+15 of w (layout in repack.h).
+void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
+  const int64_t nsb = w.cols / 256;
+  const size_t bb = type_traits(w.type).type_size;
+  const size_t kb = packed_kq_block_bytes(w.type);
+  const bool q5 = w.type == GgmlType::Q5_K, q6 = w.type == GgmlType::Q6_K;
+  for (int64_t b = 0; b < nsb; ++b) {
+    uint8_t* o = out + size_t(b) * kb;
+    std::memset(o, 0, kb);
+    uint8_t* ext = o + 2048;                              // Q5_K masks or Q6_K high bits
+    uint8_t* par = ext + (q5 ? 512 : q6 ? 1024 : 0);      // scales (and mins)
+    for (int r = 0; r < kPackRows; ++r) {
+      const KBlock k = decode_kblock(w.type, w.data + size_t(r0 + r) * w.row_bytes + size_t(b) * bb);
+      for (int j = 0; j < 8; ++j)
+        for (int c = 0; c < 4; ++c)
+          for (int i = 0; i < 4; ++i) {
+            const int lo = k.q[32 * j + 4 * c + i], hi = k.q[32 * j + 16 + 4 * c + i];
+            const int lane = 4 * r + i;
+            o[256 * j + 64 * c + lane] = uint8_t((lo & 0x0F) | ((hi & 0x0F) << 4));
+            if (q5) {
+              uint8_t* m = ext + 64 * j + 16 * c;
+              m[lane / 8] |= uint8_t(((lo >> 4) & 1) << (lane % 8));
+              m[8 + lane / 8] |= uint8_t(((hi >> 4) & 1) << (lane % 8));
+            }
+            if (q6) {
+              // Chunk c's high bits go to vector c / 2, at bits 4 (c % 2) (low) and + 2 (high).
+              const int sh = 4 * (c % 2);
+              ext[128 * j + 64 * (c / 2) + lane] |= uint8_t(((lo >> 4) << sh) | ((hi >> 4) << (sh + 2)));
+            }
+          }
+      if (q6) {
+        for (int s = 0; s < 16; ++s) par[16 * s + r] = k.sc[s];
+        std::memcpy(par + 256 + 2 * r, &k.d, 2);
+      } else {
+        for (int j = 0; j < 8; ++j) {
+          par[16 * j + r] = k.sc[j];
+          par[128 + 32 * (j / 2) + 2 * r + j % 2] = k.mn[j];
+        }
+        std::memcpy(par + 256 + 2 * r, &k.d, 2);
+        std::memcpy(par + 288 + 2 * r, &k.dmin, 2);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void pack_weight(const WeightView& w, uint8_t* out) {
@@ -83,7 +171,11 @@ void pack_weight(const WeightView& w, uint8_t* out) {
     fail("cannot repack a {} weight of {} x {}", type_name(w.type), w.rows, w.cols);
   const size_t gb = packed_group_bytes(w.type, w.cols);
   const int64_t groups = w.rows / kPackRows;
-  parallel_for(groups, [&](int64_t g, int) { pack_group(w, g * kPackRows, out + size_t(g) * gb); });
+  const bool k = packed_kquant(w.type);
+  parallel_for(groups, [&](int64_t g, int) {
+    uint8_t* o = out + size_t(g) * gb;
+    k ? pack_kgroup(w, g * kPackRows, o) : pack_group(w, g * kPackRows, o);
+  });
 }
 
 }  // namespace minfer::cpu

@@ -26,22 +26,47 @@ namespace minfer::cpu {
 
 constexpr int64_t kPackRows = 16;
 
-// Whether weights of this type and shape have a packed layout: Q8_0, Q4_0 and Q5_0 with at
-// least 16 rows. Only whole groups are packed (rows / 16 of them); matmul computes the last
-// rows % 16 rows from the GGUF layout.
+// Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0 (rows of
+// whole 32-blocks) and Q4_K, Q5_K, Q6_K (whole 256-blocks) with at least 16 rows. Only whole
+// groups are packed (rows / 16 of them); matmul computes the last rows % 16 rows from the GGUF
+// layout.
 bool packable(GgmlType type, int64_t rows, int64_t cols);
+
+constexpr bool packed_kquant(GgmlType type) {
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+}
+// Columns per packed block: 32, or 256 for the K-quants.
+constexpr int64_t packed_block_cols(GgmlType type) { return packed_kquant(type) ? 256 : 32; }
 
 // Quant bytes per block of one group (Q8_0 512, Q4_0 256, Q5_0 320); 0 when not packable.
 constexpr size_t packed_quant_bytes(GgmlType type) {
   return type == GgmlType::Q8_0 ? 512 : type == GgmlType::Q4_0 ? 256 : type == GgmlType::Q5_0 ? 320 : 0;
 }
+
+// K-quant super-blocks, 16 rows each, everything of one super-block together:
+//   quants: per 32-column sub-block j, 4 chunks of 64 bytes, byte 4 r + i of chunk c holding
+//     columns 4 c + i (low nibble) and 16 + 4 c + i (high nibble) of row r: Q4_0's layout;
+//   Q5_K: per sub-block and chunk two 64-bit masks of the fifth bits (columns 4 c + i, then
+//     16 + 4 c + i; bit 4 r + i);
+//   Q6_K: per sub-block two 64-byte vectors of the high 2 bits, byte 4 r + i of vector p
+//     holding columns 8 p + i, 16 + 8 p + i, 8 p + 4 + i, 20 + 8 p + i at bits 0, 2, 4, 6;
+//   Q4_K/Q5_K: the 6-bit scales as bytes [j][r], the mins as byte pairs [j / 2][r][j % 2], then
+//     d[16] and dmin[16] (F16); Q6_K: the int8 scales of the 16-column sub-blocks [k][r], d[16].
+// Every block is whole 64-byte lines (Q4_K 37, Q5_K 45, Q6_K 53).
+constexpr size_t packed_kq_block_bytes(GgmlType type) {
+  return type == GgmlType::Q4_K ? 2048 + 256 + 64
+       : type == GgmlType::Q5_K ? 2048 + 512 + 256 + 64
+       : type == GgmlType::Q6_K ? 2048 + 1024 + 256 + 64  // d, then 32 bytes of padding
+                                : 0;
+}
 // A group's quants and scales, padded to whole 64-byte lines so that every group starts aligned.
 constexpr size_t packed_group_bytes(GgmlType type, int64_t cols) {
-  return (size_t(cols / 32) * (packed_quant_bytes(type) + 32) + 63) / 64 * 64;
+  const size_t per_block = packed_kquant(type) ? packed_kq_block_bytes(type) : packed_quant_bytes(type) + 32;
+  return (size_t(cols / packed_block_cols(type)) * per_block + 63) / 64 * 64;
 }
 size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols);
 
-// Offset the packed quants carry (Q8_0 128, Q4_0 8, Q5_0 16).
+// Offset the packed quants of the _0 types carry (Q8_0 128, Q4_0 8, Q5_0 16).
 int packed_offset(GgmlType type);
 
 struct AlignedFree {

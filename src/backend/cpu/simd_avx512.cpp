@@ -10,6 +10,8 @@
 #include "backend/cpu/act_quant.h"
 #include "backend/cpu/amx_tiles.h"
 #include "backend/cpu/kernels_dot.h"
+#include "backend/cpu/packed_gemm.h"
+#include "backend/cpu/repack.h"
 #include "backend/cpu/scratch.h"
 #include "common/fp16.h"
 #include "quant/blocks.h"
@@ -700,6 +702,175 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
   if (amx) kq_amx_end();
 }
 
+// ---- K-quants in the x16 layout (repack.h) ---------------------------------------------------
+// Decode: the 16 rows of a group are the 16 lanes, so a sub-block is 8 vpdpbusd and one
+// multiply by the rows' scales, with no horizontal sums and no scale unpacking; each group is
+// one sequential stream. Prefill turns each super-block of a group into kq_tile's panel (the
+// chunks are already its 4-column groups) and runs the GGUF-layout path's tiles: the integer
+// sums and float steps are the scalar kernels', so every path is bit-identical to them.
+
+template <GgmlType T>
+struct KPacked {
+  static constexpr size_t kBlock = packed_kq_block_bytes(T);
+  static constexpr size_t kPar = 2048 + (T == GgmlType::Q5_K ? 512 : T == GgmlType::Q6_K ? 1024 : 0);
+};
+
+// Chunk c (columns 4c..4c+3 | 16+4c..16+4c+3 of sub-block j) as unsigned bytes, 16 rows.
+template <GgmlType T>
+inline void kp_chunk(const uint8_t* o, int j, int c, __m512i* lo, __m512i* hi) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i v = _mm512_load_si512(o + 256 * j + 64 * c);
+  *lo = _mm512_and_si512(v, m4);
+  *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  if constexpr (T == GgmlType::Q5_K) {
+    uint64_t ml, mh;
+    __builtin_memcpy(&ml, o + 2048 + 64 * j + 16 * c, 8);
+    __builtin_memcpy(&mh, o + 2048 + 64 * j + 16 * c + 8, 8);
+    const __m512i b4 = _mm512_set1_epi8(0x10);
+    *lo = _mm512_mask_add_epi8(*lo, _cvtu64_mask64(ml), *lo, b4);
+    *hi = _mm512_mask_add_epi8(*hi, _cvtu64_mask64(mh), *hi, b4);
+  }
+  if constexpr (T == GgmlType::Q6_K) {
+    const __m512i h = _mm512_load_si512(o + 2048 + 128 * j + 64 * (c / 2));
+    const __m512i m = _mm512_set1_epi8(0x30);
+    // 0xF8: a | (b & c) (vpternlog truth table over a, b, c).
+    if (c % 2 == 0) {
+      *lo = _mm512_ternarylogic_epi32(*lo, _mm512_slli_epi16(h, 4), m, 0xF8);
+      *hi = _mm512_ternarylogic_epi32(*hi, _mm512_slli_epi16(h, 2), m, 0xF8);
+    } else {
+      *lo = _mm512_ternarylogic_epi32(*lo, h, m, 0xF8);
+      *hi = _mm512_ternarylogic_epi32(*hi, _mm512_srli_epi16(h, 2), m, 0xF8);
+    }
+  }
+}
+
+// One token (Q8_K row x) times one group of nsb super-blocks: y[0..15].
+template <GgmlType T>
+inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, float* y) {
+  using P = KPacked<T>;
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* o = grp + size_t(b) * P::kBlock;
+    for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kKqAhead + l), _MM_HINT_T2);
+    const uint8_t* xb = x + b * kQ8KBytes;
+    const uint8_t* xq = xb + 4;
+    const uint8_t* par = o + P::kPar;
+    const __m512 xd = _mm512_set1_ps(q8k_d(xb));
+    __m512i isum = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) {
+      __m512i s0, s1;
+      if constexpr (T == GgmlType::Q6_K) {
+        s0 = _mm512_set1_epi32(-32 * q8k_bsum(xb, 2 * j));
+        s1 = _mm512_set1_epi32(-32 * q8k_bsum(xb, 2 * j + 1));
+      } else {
+        s0 = _mm512_setzero_si512();
+        s1 = _mm512_setzero_si512();
+      }
+      for (int c = 0; c < 4; ++c) {
+        __m512i lo, hi;
+        kp_chunk<T>(o, j, c, &lo, &hi);
+        s0 = _mm512_dpbusd_epi32(s0, lo, _mm512_set1_epi32(load_i32(xq + 32 * j + 4 * c)));
+        s1 = _mm512_dpbusd_epi32(s1, hi, _mm512_set1_epi32(load_i32(xq + 32 * j + 16 + 4 * c)));
+      }
+      if constexpr (T == GgmlType::Q6_K) {
+        const __m512i c0 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j)));
+        const __m512i c1 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j + 16)));
+        isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(s0, c0), _mm512_mullo_epi32(s1, c1)));
+      } else {
+        const __m512i sc = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j)));
+        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + 256)));
+    __m512 term = _mm512_mul_ps(_mm512_mul_ps(d, xd), _mm512_cvtepi32_ps(isum));
+    if constexpr (T != GgmlType::Q6_K) {
+      // Mins: lane r of pair p holds (min 2p, min 2p+1) of row r as int16; the activations'
+      // bsum pairs of those sub-blocks likewise (|pair| <= 32 x 128).
+      const __m256i bs = _mm256_loadu_si256((const __m256i*)(xb + 260));
+      alignas(16) int32_t pp[4];
+      _mm_store_si128((__m128i*)pp, _mm256_cvtepi32_epi16(_mm256_madd_epi16(bs, _mm256_set1_epi16(1))));
+      __m512i msum = _mm512_setzero_si512();
+      for (int q = 0; q < 4; ++q)
+        msum = _mm512_dpwssd_epi32(msum, _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i*)(par + 128 + 32 * q))),
+                                   _mm512_set1_epi32(pp[q]));
+      const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + 288)));
+      term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dm, xd), _mm512_cvtepi32_ps(msum)));
+    }
+    acc = _mm512_add_ps(acc, term);
+  }
+  _mm512_storeu_ps(y, acc);
+}
+
+// Super-block b of a group as kq_tile's panel block.
+template <GgmlType T, class K>
+inline void kp_panel(const uint8_t* o, uint8_t* pb) {
+  using P = KPacked<T>;
+  const uint8_t* par = o + P::kPar;
+  int32_t* sc = reinterpret_cast<int32_t*>(pb + kQuantBytes);
+  for (int j = 0; j < 8; ++j)
+    for (int c = 0; c < 4; ++c) {
+      __m512i lo, hi;
+      kp_chunk<T>(o, j, c, &lo, &hi);
+      if constexpr (T == GgmlType::Q6_K) {  // 16-column sub-blocks 2j (low) and 2j + 1 (high)
+        _mm512_store_si512(pb + 64 * (4 * (2 * j) + c), lo);
+        _mm512_store_si512(pb + 64 * (4 * (2 * j + 1) + c), hi);
+      } else {
+        _mm512_store_si512(pb + 64 * (8 * j + c), lo);
+        _mm512_store_si512(pb + 64 * (8 * j + 4 + c), hi);
+      }
+    }
+  if constexpr (T == GgmlType::Q6_K) {
+    for (int k = 0; k < 16; ++k)
+      _mm512_store_si512(sc + 16 * k, _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 16 * k))));
+    _mm512_store_ps(pb + kQuantBytes + 16 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + 256))));
+  } else {
+    for (int j = 0; j < 8; ++j)
+      _mm512_store_si512(sc + 16 * j, _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j))));
+    for (int q = 0; q < 4; ++q) {
+      const __m512i m = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i*)(par + 128 + 32 * q)));
+      _mm512_store_si512(sc + 16 * (8 + 2 * q), _mm512_and_si512(m, _mm512_set1_epi32(0xFFFF)));
+      _mm512_store_si512(sc + 16 * (9 + 2 * q), _mm512_srli_epi32(m, 16));
+    }
+    _mm512_store_ps(pb + kQuantBytes + 16 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + 256))));
+    _mm512_store_ps(pb + kQuantBytes + 17 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + 288))));
+  }
+}
+
+template <GgmlType T, class K, bool kAmx>
+void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const PackedAct& xa,
+             int64_t nt, float* y, int64_t ldy) {
+  const size_t gb = packed_group_bytes(T, nsb * 256);
+  const uint8_t* x = xa.q;
+  const size_t xs = xa.stride;
+  if (nt < kGemmMinTokens) {
+    for (int64_t g = 0; g < n_groups; ++g)
+      for (int64_t t = 0; t < nt; ++t) kp_gemv<T>(wp + size_t(g) * gb, nsb, x + size_t(t) * xs, y + t * ldy + 16 * g);
+    return;
+  }
+  auto* prep = reinterpret_cast<Q8KPrep*>(scratch(0, size_t(nt * nsb) * sizeof(Q8KPrep)));
+  for (int64_t t = 0; t < nt; ++t)
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* xb = x + size_t(t) * xs + b * kQ8KBytes;
+      Q8KPrep& p = prep[t * nsb + b];
+      p.d = q8k_d(xb);
+      for (int j = 0; j < 16; ++j) p.bsum[j] = q8k_bsum(xb, j);
+      for (int j = 0; j < 8; ++j) p.pair[j] = p.bsum[2 * j] + p.bsum[2 * j + 1];
+    }
+  uint8_t* panel = scratch(2, size_t(nsb) * K::kBlock);
+  constexpr bool amx = kAmx && !std::is_same_v<K, Q6KPanel>;  // Q6_K: see kq_gemm
+  if (amx && nt >= 16) kq_amx_begin<K>();
+  for (int64_t g = 0; g < n_groups; ++g) {
+    for (int64_t b = 0; b < nsb; ++b) kp_panel<T, K>(wp + size_t(g) * gb + size_t(b) * KPacked<T>::kBlock, panel + b * K::kBlock);
+    float* yg = y + 16 * g;
+    int64_t t0 = 0;
+    if (amx && nt >= 16)
+      for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
+    for (; t0 + 4 <= nt; t0 += 4) kq_tile<K, 4>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
+    for (; t0 < nt; ++t0) kq_tile<K, 1>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
+  }
+  if (amx && nt >= 16) kq_amx_end();
+}
+
 // ---- F32 / F16 with 512-bit FMA: 4 rows x 4 tokens, masked loads for the row tail ------------
 
 struct Load512F32 {
@@ -769,6 +940,15 @@ struct F512K {
 
 bool dot_tile_avx512_uses_amx(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K; }
 
+PackedGemmFn packed_kq_gemm_avx512(GgmlType t, bool amx) {
+  switch (t) {
+    case GgmlType::Q4_K: return amx ? &kp_gemm<GgmlType::Q4_K, KQ4, true> : &kp_gemm<GgmlType::Q4_K, KQ4, false>;
+    case GgmlType::Q5_K: return amx ? &kp_gemm<GgmlType::Q5_K, KQ5, true> : &kp_gemm<GgmlType::Q5_K, KQ5, false>;
+    case GgmlType::Q6_K: return &kp_gemm<GgmlType::Q6_K, Q6KPanel, false>;
+    default: return nullptr;
+  }
+}
+
 DotTileFn dot_tile_avx512(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return &run_tiles<F512K<Load512F32>, 4, 4>;
@@ -794,5 +974,6 @@ DotTileFn dot_tile_avx512(GgmlType t) {
 namespace minfer::cpu {
 DotTileFn dot_tile_avx512(GgmlType) { return nullptr; }
 bool dot_tile_avx512_uses_amx(GgmlType) { return false; }
+PackedGemmFn packed_kq_gemm_avx512(GgmlType, bool) { return nullptr; }
 }  // namespace minfer::cpu
 #endif
