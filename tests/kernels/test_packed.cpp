@@ -1,5 +1,5 @@
 // The x16 repacked layout and its kernels (repack.h, packed_gemm.h): the scalar packed kernel
-// against a plain dot product of the GGUF blocks, every SIMD path (AVX-512 VNNI, AMX) bit for
+// against a plain dot product of the GGUF blocks, every SIMD path (AVX2, AVX-512 VNNI, AMX) bit for
 // bit against the scalar packed kernel, and matmul with a packed copy against matmul without.
 #include <gtest/gtest.h>
 
@@ -156,17 +156,18 @@ TEST_P(PackedTest, KQuantScalarKernelMatchesTheDequantizedDot) {
   }
 }
 
-// VNNI and AMX run the same integer sums and the same float steps: bit-identical results,
-// for token counts around the 16-token AMX tiles and the 8/4/1 VNNI tiles.
+// AVX2, VNNI and AMX run the same integer sums and the same float steps: bit-identical results,
+// for token counts around the 16-token AMX tiles and the 8/4/1 VNNI (4/1 AVX2) tiles.
 TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
   const GgmlType t = GetParam();
   std::mt19937 rng(11);
   const int64_t rows = 48, cols = packed_kquant(t) ? 768 : 160, nb = cols / packed_block_cols(t);
   Packed k = make_packed(t, rows, cols, rng);
   int tested = 0;
-  for (Isa isa : {Isa::Avx512, Isa::Amx}) {
+  for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
     if (detected_isa() < isa) continue;
     const PackedGemmFn f = packed_gemm(t, isa);
+    if (!f && isa == Isa::Avx2 && packed_kquant(t)) continue;  // the K-quants need AVX-512
     ASSERT_NE(f, nullptr) << isa_name(isa);
     for (int64_t nt : {1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 47}) {
       const auto x = random_floats(size_t(nt * cols), rng);
@@ -178,7 +179,7 @@ TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
       ++tested;
     }
   }
-  if (tested == 0) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: only the scalar packed kernel runs";
+  if (tested == 0) GTEST_SKIP() << "no packed SIMD kernel for " << type_name(t) << " on this CPU";
 }
 
 // matmul() with the packed copy against matmul() on the GGUF layout (the dot_tile kernels,
@@ -186,21 +187,29 @@ TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
 // the rows past the last whole group.
 TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
   const GgmlType t = GetParam();
-  if (!packed_gemm(t, active_isa())) GTEST_SKIP() << "no packed kernel on " << isa_name(active_isa());
   std::mt19937 rng(5);
   const int64_t rows = 70, cols = 512;  // 4 groups and 6 rows past them
   Packed k = make_packed(t, rows, cols, rng);
   const auto bias = random_floats(size_t(rows), rng);
-  for (int64_t nt : {1, 7, 130}) {
-    const auto x = random_floats(size_t(nt * cols), rng);
-    std::vector<float> ref(size_t(nt * rows)), got(ref.size());
-    matmul(k.view, x.data(), nt, ref.data(), bias.data());
-    WeightView pv = k.view;
-    pv.packed = k.p.get();
-    matmul(pv, x.data(), nt, got.data(), bias.data());
-    for (size_t i = 0; i < ref.size(); ++i)
-      ASSERT_NEAR(got[i], ref[i], 1e-4f * (1.0f + std::fabs(ref[i]))) << "nt " << nt << " i " << i;
+  int tested = 0;
+  for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+    if (detected_isa() < isa || !packed_gemm(t, isa)) continue;
+    force_isa(isa);
+    for (int64_t nt : {1, 7, 130}) {
+      const auto x = random_floats(size_t(nt * cols), rng);
+      std::vector<float> ref(size_t(nt * rows)), got(ref.size());
+      matmul(k.view, x.data(), nt, ref.data(), bias.data());
+      WeightView pv = k.view;
+      pv.packed = k.p.get();
+      matmul(pv, x.data(), nt, got.data(), bias.data());
+      for (size_t i = 0; i < ref.size(); ++i)
+        ASSERT_NEAR(got[i], ref[i], 1e-4f * (1.0f + std::fabs(ref[i])))
+            << isa_name(isa) << " nt " << nt << " i " << i;
+    }
+    reset_isa();
+    ++tested;
   }
+  if (tested == 0) GTEST_SKIP() << "no packed kernel for " << type_name(t) << " on this CPU";
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedTest,

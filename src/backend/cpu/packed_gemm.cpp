@@ -129,8 +129,11 @@ void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int
 }
 
 PackedGemmFn packed_gemm(GgmlType wtype, Isa isa) {
-  if (isa >= Isa::Amx) return packed_gemm_amx(wtype);
-  if (isa >= Isa::Avx512) return packed_gemm_avx512(wtype);
+  if (isa >= Isa::Amx)
+    if (const PackedGemmFn f = packed_gemm_amx(wtype)) return f;
+  if (isa >= Isa::Avx512)
+    if (const PackedGemmFn f = packed_gemm_avx512(wtype)) return f;
+  if (isa >= Isa::Avx2) return packed_gemm_avx2(wtype);
   return nullptr;
 }
 

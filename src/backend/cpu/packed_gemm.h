@@ -35,17 +35,20 @@ void packed_act_sums(GgmlType wtype, const uint8_t* row, int64_t nb, float* d, i
 using PackedGemmFn = void (*)(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64_t nb,
                               const PackedAct& x, int64_t nt, float* y, int64_t ldy);
 
-// The kernel for `isa` (Amx: AMX tiles for whole 16-token tiles, AVX-512 VNNI for the rest);
-// nullptr when this ISA has none (Avx2, or a CPU without the ISA compiled in).
+// The best kernel up to `isa` (Amx: AMX tiles for whole 16-token tiles, AVX-512 VNNI for the
+// rest; Avx2: the _0 types only); nullptr when there is none (scalar, AVX2 for the K-quants, a
+// build without x86 SIMD).
 PackedGemmFn packed_gemm(GgmlType wtype, Isa isa);
 
 // Plain C++ version of the same arithmetic: the tests' reference for the layout.
 void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64_t nb,
                         const PackedAct& x, int64_t nt, float* y, int64_t ldy);
 
-// Per-ISA entry points (packed_avx512.cpp); nullptr where not compiled.
+// Per-ISA entry points (packed_avx512.cpp, packed_avx2.cpp); nullptr where a type has none or
+// the ISA is not compiled in.
 PackedGemmFn packed_gemm_avx512(GgmlType wtype);
-PackedGemmFn packed_gemm_amx(GgmlType wtype);
+PackedGemmFn packed_gemm_amx(GgmlType wtype);  // Q6_K: none (its prefill is faster on VNNI)
+PackedGemmFn packed_gemm_avx2(GgmlType wtype);
 // The K-quants' kernels (simd_avx512.cpp); amx: AMX tiles for Q4_K/Q5_K prefill.
 PackedGemmFn packed_kq_gemm_avx512(GgmlType wtype, bool amx);
 using PackedSumsFn = void (*)(int offset, const uint8_t* row, int64_t nb, float* d, int32_t* c);

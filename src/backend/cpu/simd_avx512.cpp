@@ -944,7 +944,7 @@ PackedGemmFn packed_kq_gemm_avx512(GgmlType t, bool amx) {
   switch (t) {
     case GgmlType::Q4_K: return amx ? &kp_gemm<GgmlType::Q4_K, KQ4, true> : &kp_gemm<GgmlType::Q4_K, KQ4, false>;
     case GgmlType::Q5_K: return amx ? &kp_gemm<GgmlType::Q5_K, KQ5, true> : &kp_gemm<GgmlType::Q5_K, KQ5, false>;
-    case GgmlType::Q6_K: return &kp_gemm<GgmlType::Q6_K, Q6KPanel, false>;
+    case GgmlType::Q6_K: return amx ? nullptr : &kp_gemm<GgmlType::Q6_K, Q6KPanel, false>;
     default: return nullptr;
   }
 }
