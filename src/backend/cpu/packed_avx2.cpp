@@ -1,5 +1,4 @@
-// The packed kernels of the _0 types (repack.h's x16 layout) for CPUs with AVX2 but no
-// AVX-512: each 64-byte chunk (4 columns x 16 rows) is two ymm of 8 rows. Without vpdpbusd, a
+// The packed kernels (repack.h's x16 layout) for CPUs with AVX2 but no AVX-512: each 64-byte chunk (4 columns x 16 rows) is two ymm of 8 rows. Without vpdpbusd, a
 // chunk times the token's 4 broadcast quants is maddubs + madd with ones, which gives the same
 // int32 per row as vpdpbusd as long as maddubs' int16 pair sums cannot saturate: Q4_0 and Q5_0
 // quants (at most 31 x 127 x 2) go in unsigned as stored; Q8_0's w + 128 would not fit, so its
@@ -53,23 +52,23 @@ struct AQ4 {
     }
   }
 };
+// 0x10 in byte lane b where bit b of the 32-bit mask at p is set (a half of a 64-bit fifth-bit
+// mask): broadcast, spread byte b / 8 to lane b, test bit b % 8.
+inline __m256i fifth_bits(const uint8_t* p) {
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
+                                          2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bits = _mm256_set1_epi64x(int64_t(0x8040201008040201ULL));
+  const __m256i m = _mm256_shuffle_epi8(_mm256_set1_epi32(load_i32(p)), spread);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(m, bits), bits), _mm256_set1_epi8(0x10));
+}
+
 struct AQ5 {
   static constexpr GgmlType kType = GgmlType::Q5_0;
   static constexpr size_t kBytes = 320;
   static constexpr bool kSigned = false;
   static void load(const uint8_t* q, int h, __m256i* w) {
     AQ4::load(q, h, w);
-    // Byte lane b of the half takes bit b of the chunk's 32-bit mask half: broadcast, spread
-    // byte b / 8 to lane b, test bit b % 8.
-    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
-                                            2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i bits = _mm256_set1_epi64x(int64_t(0x8040201008040201ULL));
-    const __m256i h5 = _mm256_set1_epi8(0x10);
-    for (int c = 0; c < 8; ++c) {
-      const __m256i m = _mm256_shuffle_epi8(_mm256_set1_epi32(load_i32(q + 256 + 8 * c + 4 * h)), spread);
-      const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(m, bits), bits);
-      w[c] = _mm256_or_si256(w[c], _mm256_and_si256(set, h5));
-    }
+    for (int c = 0; c < 8; ++c) w[c] = _mm256_or_si256(w[c], fifth_bits(q + 256 + 8 * c + 4 * h));
   }
 };
 
@@ -129,12 +128,138 @@ void gemm_avx2(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const 
   }
 }
 
+
+// ---- K-quants: the same halves of repack.h's K layout, integer sums per super-block, then the
+// scalar kernels' float steps (as the AVX-512 kp_gemv). Their quants are at most 63: unsigned
+// maddubs never saturates.
+
+template <GgmlType T>
+struct AK {
+  static constexpr size_t kBlock = packed_kq_block_bytes(T);
+  static constexpr size_t kPar = 2048 + (T == GgmlType::Q5_K ? 512 : T == GgmlType::Q6_K ? 1024 : 0);
+};
+
+inline float q8k_d(const uint8_t* b) {
+  float d;
+  __builtin_memcpy(&d, b, 4);
+  return d;
+}
+inline int q8k_bsum(const uint8_t* b, int j) {
+  int16_t v;
+  __builtin_memcpy(&v, b + 260 + 2 * j, 2);
+  return v;
+}
+
+// Chunk c of sub-block j, half h: columns 4c..4c+3 (lo) and 16+4c..16+4c+3 (hi), 8 rows.
+template <GgmlType T>
+inline void ak_chunk(const uint8_t* o, int j, int c, int h, __m256i* lo, __m256i* hi) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i v = _mm256_load_si256((const __m256i*)(o + 256 * j + 64 * c + 32 * h));
+  *lo = _mm256_and_si256(v, m4);
+  *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+  if constexpr (T == GgmlType::Q5_K) {
+    *lo = _mm256_or_si256(*lo, fifth_bits(o + 2048 + 64 * j + 16 * c + 4 * h));
+    *hi = _mm256_or_si256(*hi, fifth_bits(o + 2048 + 64 * j + 16 * c + 8 + 4 * h));
+  }
+  if constexpr (T == GgmlType::Q6_K) {
+    const __m256i hv = _mm256_load_si256((const __m256i*)(o + 2048 + 128 * j + 64 * (c / 2) + 32 * h));
+    const __m256i m = _mm256_set1_epi8(0x30);
+    const __m256i a = c % 2 == 0 ? _mm256_slli_epi16(hv, 4) : hv;
+    const __m256i b = c % 2 == 0 ? _mm256_slli_epi16(hv, 2) : _mm256_srli_epi16(hv, 2);
+    *lo = _mm256_or_si256(*lo, _mm256_and_si256(a, m));
+    *hi = _mm256_or_si256(*hi, _mm256_and_si256(b, m));
+  }
+}
+
+template <GgmlType T, int NT>
+inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, int64_t t0, float* y,
+                    int64_t ldy) {
+  using P = AK<T>;
+  constexpr bool q6 = T == GgmlType::Q6_K;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* o = grp + size_t(b) * P::kBlock;
+    if (NT == 1 && h == 0)
+      for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kPrefetch + l), _MM_HINT_T2);
+    const uint8_t* par = o + P::kPar;
+    const uint8_t* xb[NT];
+    for (int t = 0; t < NT; ++t) xb[t] = x.q + size_t(t0 + t) * x.stride + size_t(b) * 292;
+    __m256i isum[NT];
+    for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      __m256i s0[NT], s1[NT];
+      for (int t = 0; t < NT; ++t) {
+        s0[t] = q6 ? _mm256_set1_epi32(-32 * q8k_bsum(xb[t], 2 * j)) : _mm256_setzero_si256();
+        s1[t] = q6 ? _mm256_set1_epi32(-32 * q8k_bsum(xb[t], 2 * j + 1)) : _mm256_setzero_si256();
+      }
+      for (int c = 0; c < 4; ++c) {
+        __m256i lo, hi;
+        ak_chunk<T>(o, j, c, h, &lo, &hi);
+        for (int t = 0; t < NT; ++t) {
+          const uint8_t* xq = xb[t] + 4 + 32 * j + 4 * c;
+          s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(xq))), ones));
+          s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(xq + 16))), ones));
+        }
+      }
+      if constexpr (q6) {
+        const __m256i c0 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 8 * h)));
+        const __m256i c1 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 16 + 8 * h)));
+        for (int t = 0; t < NT; ++t)
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_mullo_epi32(s0[t], c0), _mm256_mullo_epi32(s1[t], c1)));
+      } else {
+        const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
+        for (int t = 0; t < NT; ++t)
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_add_epi32(s0[t], s1[t]), sc));
+      }
+    }
+    const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + 256 + 16 * h)));
+    for (int t = 0; t < NT; ++t) {
+      const __m256 xd = _mm256_set1_ps(q8k_d(xb[t]));
+      __m256 term = _mm256_mul_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[t]));
+      if constexpr (!q6) {
+        __m256i msum = _mm256_setzero_si256();
+        for (int q = 0; q < 4; ++q) {
+          const int pair0 = q8k_bsum(xb[t], 4 * q) + q8k_bsum(xb[t], 4 * q + 1);
+          const int pair1 = q8k_bsum(xb[t], 4 * q + 2) + q8k_bsum(xb[t], 4 * q + 3);
+          const __m256i pp = _mm256_set1_epi32(int32_t((uint32_t(pair0) & 0xFFFF) | (uint32_t(pair1) << 16)));
+          const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + 128 + 32 * q + 16 * h)));
+          msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pp));
+        }
+        const __m256 dm = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + 288 + 16 * h)));
+        term = _mm256_sub_ps(term, _mm256_mul_ps(_mm256_mul_ps(dm, xd), _mm256_cvtepi32_ps(msum)));
+      }
+      acc[t] = _mm256_add_ps(acc[t], term);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + (t0 + t) * ldy + 8 * h, acc[t]);
+}
+
+template <GgmlType T>
+void ak_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const PackedAct& x,
+             int64_t nt, float* y, int64_t ldy) {
+  const size_t gb = packed_group_bytes(T, nsb * 256);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const uint8_t* grp = wp + size_t(g) * gb;
+    float* yg = y + 16 * g;
+    for (int h = 0; h < 2; ++h) {
+      int64_t t0 = 0;
+      for (; t0 + 2 <= nt; t0 += 2) ak_tile<T, 2>(grp, nsb, h, x, t0, yg, ldy);
+      for (; t0 < nt; ++t0) ak_tile<T, 1>(grp, nsb, h, x, t0, yg, ldy);
+    }
+  }
+}
+
 }  // namespace
 
 PackedGemmFn packed_gemm_avx2(GgmlType t) {
   if (t == GgmlType::Q8_0) return &gemm_avx2<AQ8>;
   if (t == GgmlType::Q4_0) return &gemm_avx2<AQ4>;
   if (t == GgmlType::Q5_0) return &gemm_avx2<AQ5>;
+  if (t == GgmlType::Q4_K) return &ak_gemm<GgmlType::Q4_K>;
+  if (t == GgmlType::Q5_K) return &ak_gemm<GgmlType::Q5_K>;
+  if (t == GgmlType::Q6_K) return &ak_gemm<GgmlType::Q6_K>;
   return nullptr;
 }
 

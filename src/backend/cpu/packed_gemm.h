@@ -36,8 +36,7 @@ using PackedGemmFn = void (*)(GgmlType wtype, const uint8_t* wp, int64_t n_group
                               const PackedAct& x, int64_t nt, float* y, int64_t ldy);
 
 // The best kernel up to `isa` (Amx: AMX tiles for whole 16-token tiles, AVX-512 VNNI for the
-// rest; Avx2: the _0 types only); nullptr when there is none (scalar, AVX2 for the K-quants, a
-// build without x86 SIMD).
+// rest); nullptr when there is none (scalar, a build without x86 SIMD).
 PackedGemmFn packed_gemm(GgmlType wtype, Isa isa);
 
 // Plain C++ version of the same arithmetic: the tests' reference for the layout.
