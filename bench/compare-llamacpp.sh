@@ -10,6 +10,9 @@
 #        MINFER           the minfer binary (default: build/minfer of this checkout)
 #        ROUNDS (3), REPS (3: timed repetitions per engine per round), BW_GBS (31: memory read
 #        bandwidth for the bound), PP ("128,512"), TG (64), KV (f16; llama.cpp's default)
+#        ISA              both engines on one instruction set, as on a CPU that has no more:
+#                         avx2 (llama.cpp's haswell build), avx512 (its icelake build: AVX-512
+#                         VNNI, no AMX); default: each engine's best for this CPU
 #
 # tg follows llama-bench's convention on both sides: decode steps from an empty KV cache
 # (mini-bench --tg-empty). The oracle's README table measured tg after a 128-token prompt,
@@ -30,7 +33,7 @@ tg=${TG:-64}
 kv=${KV:-f16}
 
 if [[ -z "$model" || "$model" == -h || "$model" == --help ]]; then
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 [[ -f "$model" ]] || { echo "compare-llamacpp: $model: no such file" >&2; exit 1; }
@@ -50,9 +53,24 @@ command -v node >/dev/null || { echo "compare-llamacpp: node is needed (it came 
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# llama.cpp loads the best of its CPU builds from a folder: a folder holding only the one
+# build pins it.
+mini_args=()
+case "${ISA:-}" in
+  "") ;;
+  avx2 | avx512)
+    variant=$([[ "$ISA" == avx2 ]] && echo haswell || echo icelake)
+    lib="$oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-cpu-$variant.so"
+    [[ -f "$lib" ]] || { echo "compare-llamacpp: $lib not found" >&2; exit 1; }
+    mkdir -p "$tmp/backend" && ln -s "$lib" "$tmp/backend/"
+    mini_args=(--backend-dir "$tmp/backend")
+    export MINFER_ISA=$ISA
+    ;;
+  *) echo "compare-llamacpp: ISA must be avx2 or avx512 (or unset)" >&2; exit 1 ;;
+esac
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
 
-echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ)  model $model  threads $threads  rounds $rounds  reps $reps  kv $kv"
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ)  model $model  threads $threads  rounds $rounds  reps $reps  kv $kv  isa ${ISA:-best}"
 echo "# minfer: $minfer   llama.cpp: $mini"
 IFS=, read -r -a pps <<<"$pp_list"
 for ((r = 1; r <= rounds; r++)); do
@@ -60,7 +78,7 @@ for ((r = 1; r <= rounds; r++)); do
     # One mini-bench run per prompt size (it takes one -p); the tg64 of the first one counts.
     n=$([[ "$p" == "${pps[0]}" ]] && echo "$tg" || echo 1)
     l0=$(loadavg)
-    "$mini" "$model" -p "$p" -n "$n" -t "$threads" -r "$reps" --tg-empty >"$tmp/llama-$r-$p.json"
+    "$mini" "$model" -p "$p" -n "$n" -t "$threads" -r "$reps" --tg-empty "${mini_args[@]}" >"$tmp/llama-$r-$p.json"
     echo "round $r llama.cpp pp$p (+tg$n): load $l0 -> $(loadavg)" >&2
   done
   l0=$(loadavg)
@@ -75,11 +93,12 @@ const pps = ppList.split(",").map(Number);
 const median = (a) => { const s = [...a].sort((x, y) => x - y), m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const rows = [];  // {test, llama: [per round], minfer: [per round]}
 const get = (t) => rows.find((r) => r.test === t) || (rows.push({test: t, llama: [], minfer: []}), rows[rows.length - 1]);
-let info = null;
+let info = null, llamaInfo = "";
 for (let r = 1; r <= Number(rounds); r++) {
   for (const p of pps) {
     const j = JSON.parse(fs.readFileSync(`${dir}/llama-${r}-${p}.json`, "utf8"));
     get(`pp${p}`).llama.push(j.pp_tps.median);
+    llamaInfo = j.system_info;
     if (p === pps[0]) get(`tg${tg}`).llama.push(j.tg_tps.median);
   }
   const m = JSON.parse(fs.readFileSync(`${dir}/minfer-${r}.json`, "utf8"));
@@ -89,7 +108,8 @@ const target = (t) => t.startsWith("tg") ? 2.0 : 3.0;
 const bound = Number(bw) * 1e9 / info.bytes_per_token;
 // Weights that fit in the caches are not streamed from memory: no bandwidth bound then.
 const cached = info.bytes_per_token < 64e6;
-console.log(`\nminfer kernels: isa ${info.isa}, matmul ${JSON.stringify(info.matmul_isa)}, repacked at load: ${info.repacked_at_load}, KV ${info.kv_type}`);
+console.log(`\nllama.cpp system info: ${llamaInfo.trim()}`);
+console.log(`minfer kernels: isa ${info.isa}, matmul ${JSON.stringify(info.matmul_isa)}, repacked at load: ${info.repacked_at_load}, KV ${info.kv_type}`);
 console.log(cached ? `decode bandwidth bound: none (${(info.bytes_per_token / 1e6).toFixed(1)} MB per token fits in the caches)\n`
                    : `decode bandwidth bound: ${bw} GB/s / ${(info.bytes_per_token / 1e6).toFixed(1)} MB per token = ${bound.toFixed(1)} tok/s\n`);
 console.log("| test | llama.cpp t/s | minfer t/s | minfer / llama.cpp | target | minfer % of bw bound |");
