@@ -28,12 +28,15 @@ inline int32_t load_i32(const uint8_t* p) {
 // Decode prefetch distance: as the AVX-512 GEMV (packed_avx512.cpp).
 constexpr int kPrefetch = 8192;
 
-// Per type: the quant bytes of a group block, and the 8 chunks of half h (rows 8h..8h+7) as
-// bytes ready for maddubs' unsigned operand (Q8_0: signed; see dot()).
+// Per type: the quant bytes of a group block, the 8 chunks of half h (rows 8h..8h+7) as bytes
+// ready for maddubs' unsigned operand (Q8_0: signed; see dot()), and how many chunks' maddubs
+// results may be summed in int16 before one madd widens them (kGroup x 2 x max|w| x 127 must
+// stay below 2^15): the multiply ports do one madd per group instead of one per chunk.
 struct AQ8 {
   static constexpr GgmlType kType = GgmlType::Q8_0;
   static constexpr size_t kBytes = 512;
   static constexpr bool kSigned = true;
+  static constexpr int kGroup = 1;
   static void load(const uint8_t* q, int h, __m256i* w) {
     const __m256i k = _mm256_set1_epi8(char(0x80));
     for (int c = 0; c < 8; ++c) w[c] = _mm256_xor_si256(_mm256_load_si256((const __m256i*)(q + 64 * c + 32 * h)), k);
@@ -43,6 +46,7 @@ struct AQ4 {
   static constexpr GgmlType kType = GgmlType::Q4_0;
   static constexpr size_t kBytes = 256;
   static constexpr bool kSigned = false;
+  static constexpr int kGroup = 8;
   static void load(const uint8_t* q, int h, __m256i* w) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int c = 0; c < 4; ++c) {
@@ -66,20 +70,29 @@ struct AQ5 {
   static constexpr GgmlType kType = GgmlType::Q5_0;
   static constexpr size_t kBytes = 320;
   static constexpr bool kSigned = false;
+  static constexpr int kGroup = 4;
   static void load(const uint8_t* q, int h, __m256i* w) {
     AQ4::load(q, h, w);
     for (int c = 0; c < 8; ++c) w[c] = _mm256_or_si256(w[c], fifth_bits(q + 256 + 8 * c + 4 * h));
   }
 };
 
-// vpdpbusd's sum for 8 rows: s + per row the dot of 4 columns with the 4 quants in x4.
+// vpdpbusd's sums for 8 rows over the 8 chunks of a block: s + per row the dot of the block's
+// 32 columns with the token's quants xb.
 template <class P>
-inline __m256i dot(__m256i s, __m256i w, __m256i x4) {
+inline __m256i dot_block(__m256i s, const __m256i* w, const uint8_t* xb) {
   const __m256i ones = _mm256_set1_epi16(1);
-  if constexpr (P::kSigned)
-    return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x4, w)), ones));
-  else
-    return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x4), ones));
+  for (int k0 = 0; k0 < 8; k0 += P::kGroup) {
+    __m256i p;
+    for (int k = k0; k < k0 + P::kGroup; ++k) {
+      const __m256i x4 = _mm256_set1_epi32(load_i32(xb + 4 * k));
+      const __m256i q = P::kSigned ? _mm256_maddubs_epi16(_mm256_abs_epi8(w[k]), _mm256_sign_epi8(x4, w[k]))
+                                   : _mm256_maddubs_epi16(w[k], x4);
+      p = k == k0 ? q : _mm256_add_epi16(p, q);
+    }
+    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
+  }
+  return s;
 }
 
 // T tokens (from t0) x half h of one group.
@@ -105,8 +118,7 @@ inline void avx2_tile(const uint8_t* grp, int64_t nb, int h, const PackedAct& x,
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 32 * b + 16 * h)));
     for (int t = 0; t < T; ++t) {
       const uint8_t* xb = xr[t] + 34 * b;
-      __m256i s = P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(xc[t * nb + b]);
-      for (int k = 0; k < 8; ++k) s = dot<P>(s, w[k], _mm256_set1_epi32(load_i32(xb + 4 * k)));
+      const __m256i s = dot_block<P>(P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(xc[t * nb + b]), w, xb);
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xd[t * nb + b])), acc[t]);
     }
   }
@@ -135,6 +147,7 @@ void gemm_avx2(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const 
 
 template <GgmlType T>
 struct AK {
+  static constexpr int kGroup = T == GgmlType::Q6_K ? 2 : 4;  // as the _0 types' kGroup
   static constexpr size_t kBlock = packed_kq_block_bytes(T);
   static constexpr size_t kPar = 2048 + (T == GgmlType::Q5_K ? 512 : T == GgmlType::Q6_K ? 1024 : 0);
 };
@@ -194,13 +207,20 @@ inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, 
         s0[t] = q6 ? _mm256_set1_epi32(-32 * q8k_bsum(xb[t], 2 * j)) : _mm256_setzero_si256();
         s1[t] = q6 ? _mm256_set1_epi32(-32 * q8k_bsum(xb[t], 2 * j + 1)) : _mm256_setzero_si256();
       }
+      __m256i p0[NT], p1[NT];
       for (int c = 0; c < 4; ++c) {
         __m256i lo, hi;
         ak_chunk<T>(o, j, c, h, &lo, &hi);
         for (int t = 0; t < NT; ++t) {
           const uint8_t* xq = xb[t] + 4 + 32 * j + 4 * c;
-          s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(xq))), ones));
-          s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(xq + 16))), ones));
+          const __m256i q0 = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(xq)));
+          const __m256i q1 = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(xq + 16)));
+          p0[t] = c % P::kGroup == 0 ? q0 : _mm256_add_epi16(p0[t], q0);
+          p1[t] = c % P::kGroup == 0 ? q1 : _mm256_add_epi16(p1[t], q1);
+          if (c % P::kGroup == P::kGroup - 1) {
+            s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(p0[t], ones));
+            s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(p1[t], ones));
+          }
         }
       }
       if constexpr (q6) {
