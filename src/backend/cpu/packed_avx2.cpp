@@ -149,7 +149,7 @@ template <GgmlType T>
 struct AK {
   static constexpr int kGroup = T == GgmlType::Q6_K ? 2 : 4;  // as the _0 types' kGroup
   static constexpr size_t kBlock = packed_kq_block_bytes(T);
-  static constexpr size_t kPar = 2048 + (T == GgmlType::Q5_K ? 512 : T == GgmlType::Q6_K ? 1024 : 0);
+  static constexpr size_t kPar = packed_kq_scales(T);
 };
 
 inline float q8k_d(const uint8_t* b) {
@@ -171,11 +171,11 @@ inline void ak_chunk(const uint8_t* o, int j, int c, int h, __m256i* lo, __m256i
   *lo = _mm256_and_si256(v, m4);
   *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
   if constexpr (T == GgmlType::Q5_K) {
-    *lo = _mm256_or_si256(*lo, fifth_bits(o + 2048 + 64 * j + 16 * c + 4 * h));
-    *hi = _mm256_or_si256(*hi, fifth_bits(o + 2048 + 64 * j + 16 * c + 8 + 4 * h));
+    *lo = _mm256_or_si256(*lo, fifth_bits(o + kKqExtra + 64 * j + 16 * c + 4 * h));
+    *hi = _mm256_or_si256(*hi, fifth_bits(o + kKqExtra + 64 * j + 16 * c + 8 + 4 * h));
   }
   if constexpr (T == GgmlType::Q6_K) {
-    const __m256i hv = _mm256_load_si256((const __m256i*)(o + 2048 + 128 * j + 64 * (c / 2) + 32 * h));
+    const __m256i hv = _mm256_load_si256((const __m256i*)(o + kKqExtra + 128 * j + 64 * (c / 2) + 32 * h));
     const __m256i m = _mm256_set1_epi8(0x30);
     const __m256i a = c % 2 == 0 ? _mm256_slli_epi16(hv, 4) : hv;
     const __m256i b = c % 2 == 0 ? _mm256_slli_epi16(hv, 2) : _mm256_srli_epi16(hv, 2);
@@ -234,7 +234,7 @@ inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, 
           isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_add_epi32(s0[t], s1[t]), sc));
       }
     }
-    const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + 256 + 16 * h)));
+    const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqD + 16 * h)));
     for (int t = 0; t < NT; ++t) {
       const __m256 xd = _mm256_set1_ps(q8k_d(xb[t]));
       __m256 term = _mm256_mul_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[t]));
@@ -244,10 +244,10 @@ inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, 
           const int pair0 = q8k_bsum(xb[t], 4 * q) + q8k_bsum(xb[t], 4 * q + 1);
           const int pair1 = q8k_bsum(xb[t], 4 * q + 2) + q8k_bsum(xb[t], 4 * q + 3);
           const __m256i pp = _mm256_set1_epi32(int32_t((uint32_t(pair0) & 0xFFFF) | (uint32_t(pair1) << 16)));
-          const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + 128 + 32 * q + 16 * h)));
+          const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + kKqMins + 32 * q + 16 * h)));
           msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pp));
         }
-        const __m256 dm = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + 288 + 16 * h)));
+        const __m256 dm = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqDmin + 16 * h)));
         term = _mm256_sub_ps(term, _mm256_mul_ps(_mm256_mul_ps(dm, xd), _mm256_cvtepi32_ps(msum)));
       }
       acc[t] = _mm256_add_ps(acc[t], term);

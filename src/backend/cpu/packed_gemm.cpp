@@ -37,9 +37,9 @@ inline int kquant(GgmlType t, const uint8_t* o, int r, int k) {
   const bool hi = e >= 16;
   const uint8_t v = o[256 * j + 64 * c + lane];
   int q = hi ? v >> 4 : v & 0x0F;
-  if (t == GgmlType::Q5_K) q |= ((o[2048 + 64 * j + 16 * c + 8 * hi + lane / 8] >> (lane % 8)) & 1) << 4;
+  if (t == GgmlType::Q5_K) q |= ((o[kKqExtra + 64 * j + 16 * c + 8 * hi + lane / 8] >> (lane % 8)) & 1) << 4;
   if (t == GgmlType::Q6_K)
-    q |= ((o[2048 + 128 * j + 64 * (c / 2) + lane] >> (4 * (c % 2) + 2 * hi)) & 3) << 4;
+    q |= ((o[kKqExtra + 128 * j + 64 * (c / 2) + lane] >> (4 * (c % 2) + 2 * hi)) & 3) << 4;
   return q;
 }
 
@@ -61,9 +61,9 @@ void packed_kq_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64
           const int8_t* xq = reinterpret_cast<const int8_t*>(xb + 4);
           int16_t bsum[16];
           std::memcpy(bsum, xb + 260, 32);
-          const uint8_t* par = o + 2048 + (wtype == GgmlType::Q5_K ? 512 : q6 ? 1024 : 0);
+          const uint8_t* par = o + packed_kq_scales(wtype);
           uint16_t hd;
-          std::memcpy(&hd, par + 256 + 2 * r, 2);
+          std::memcpy(&hd, par + kKqD + 2 * r, 2);
           if (q6) {
             int isum = 0;
             for (int s = 0; s < 16; ++s) {
@@ -78,10 +78,10 @@ void packed_kq_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64
               int part = 0;
               for (int k = 32 * j; k < 32 * j + 32; ++k) part += kquant(wtype, o, r, k) * xq[k];
               isum += par[16 * j + r] * part;
-              summs += par[128 + 32 * (j / 2) + 2 * r + j % 2] * (bsum[2 * j] + bsum[2 * j + 1]);
+              summs += par[kKqMins + 32 * (j / 2) + 2 * r + j % 2] * (bsum[2 * j] + bsum[2 * j + 1]);
             }
             uint16_t hm;
-            std::memcpy(&hm, par + 288 + 2 * r, 2);
+            std::memcpy(&hm, par + kKqDmin + 2 * r, 2);
             acc += (fp16_to_fp32(hd) * xd) * float(isum) - (fp16_to_fp32(hm) * xd) * float(summs);
           }
         }

@@ -128,8 +128,8 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
   for (int64_t b = 0; b < nsb; ++b) {
     uint8_t* o = out + size_t(b) * kb;
     std::memset(o, 0, kb);
-    uint8_t* ext = o + 2048;                              // Q5_K masks or Q6_K high bits
-    uint8_t* par = ext + (q5 ? 512 : q6 ? 1024 : 0);      // scales (and mins)
+    uint8_t* ext = o + kKqExtra;                  // Q5_K masks or Q6_K high bits
+    uint8_t* par = o + packed_kq_scales(w.type);  // scales (and mins)
     for (int r = 0; r < kPackRows; ++r) {
       const KBlock k = decode_kblock(w.type, w.data + size_t(r0 + r) * w.row_bytes + size_t(b) * bb);
       for (int j = 0; j < 8; ++j)
@@ -151,14 +151,14 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
           }
       if (q6) {
         for (int s = 0; s < 16; ++s) par[16 * s + r] = k.sc[s];
-        std::memcpy(par + 256 + 2 * r, &k.d, 2);
+        std::memcpy(par + kKqD + 2 * r, &k.d, 2);
       } else {
         for (int j = 0; j < 8; ++j) {
           par[16 * j + r] = k.sc[j];
-          par[128 + 32 * (j / 2) + 2 * r + j % 2] = k.mn[j];
+          par[kKqMins + 32 * (j / 2) + 2 * r + j % 2] = k.mn[j];
         }
-        std::memcpy(par + 256 + 2 * r, &k.d, 2);
-        std::memcpy(par + 288 + 2 * r, &k.dmin, 2);
+        std::memcpy(par + kKqD + 2 * r, &k.d, 2);
+        std::memcpy(par + kKqDmin + 2 * r, &k.dmin, 2);
       }
     }
   }

@@ -59,6 +59,14 @@ constexpr size_t packed_kq_block_bytes(GgmlType type) {
        : type == GgmlType::Q6_K ? 2048 + 1024 + 256 + 64  // d, then 32 bytes of padding
                                 : 0;
 }
+// Offsets inside one packed K-quant block: the Q5_K masks or Q6_K high bits, the scales, and
+// from the scales the mins, d and dmin.
+constexpr size_t kKqExtra = 2048;
+constexpr size_t packed_kq_scales(GgmlType type) {
+  return kKqExtra + (type == GgmlType::Q5_K ? 512 : type == GgmlType::Q6_K ? 1024 : 0);
+}
+constexpr size_t kKqMins = 128, kKqD = 256, kKqDmin = 288;
+
 // A group's quants and scales, padded to whole 64-byte lines so that every group starts aligned.
 constexpr size_t packed_group_bytes(GgmlType type, int64_t cols) {
   const size_t per_block = packed_kquant(type) ? packed_kq_block_bytes(type) : packed_quant_bytes(type) + 32;

@@ -712,7 +712,7 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
 template <GgmlType T>
 struct KPacked {
   static constexpr size_t kBlock = packed_kq_block_bytes(T);
-  static constexpr size_t kPar = 2048 + (T == GgmlType::Q5_K ? 512 : T == GgmlType::Q6_K ? 1024 : 0);
+  static constexpr size_t kPar = packed_kq_scales(T);
 };
 
 // Chunk c (columns 4c..4c+3 | 16+4c..16+4c+3 of sub-block j) as unsigned bytes, 16 rows.
@@ -724,14 +724,14 @@ inline void kp_chunk(const uint8_t* o, int j, int c, __m512i* lo, __m512i* hi) {
   *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
   if constexpr (T == GgmlType::Q5_K) {
     uint64_t ml, mh;
-    __builtin_memcpy(&ml, o + 2048 + 64 * j + 16 * c, 8);
-    __builtin_memcpy(&mh, o + 2048 + 64 * j + 16 * c + 8, 8);
+    __builtin_memcpy(&ml, o + kKqExtra + 64 * j + 16 * c, 8);
+    __builtin_memcpy(&mh, o + kKqExtra + 64 * j + 16 * c + 8, 8);
     const __m512i b4 = _mm512_set1_epi8(0x10);
     *lo = _mm512_mask_add_epi8(*lo, _cvtu64_mask64(ml), *lo, b4);
     *hi = _mm512_mask_add_epi8(*hi, _cvtu64_mask64(mh), *hi, b4);
   }
   if constexpr (T == GgmlType::Q6_K) {
-    const __m512i h = _mm512_load_si512(o + 2048 + 128 * j + 64 * (c / 2));
+    const __m512i h = _mm512_load_si512(o + kKqExtra + 128 * j + 64 * (c / 2));
     const __m512i m = _mm512_set1_epi8(0x30);
     // 0xF8: a | (b & c) (vpternlog truth table over a, b, c).
     if (c % 2 == 0) {
@@ -781,7 +781,7 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, float* y)
         isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
       }
     }
-    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + 256)));
+    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD)));
     __m512 term = _mm512_mul_ps(_mm512_mul_ps(d, xd), _mm512_cvtepi32_ps(isum));
     if constexpr (T != GgmlType::Q6_K) {
       // Mins: lane r of pair p holds (min 2p, min 2p+1) of row r as int16; the activations'
@@ -791,9 +791,9 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, float* y)
       _mm_store_si128((__m128i*)pp, _mm256_cvtepi32_epi16(_mm256_madd_epi16(bs, _mm256_set1_epi16(1))));
       __m512i msum = _mm512_setzero_si512();
       for (int q = 0; q < 4; ++q)
-        msum = _mm512_dpwssd_epi32(msum, _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i*)(par + 128 + 32 * q))),
+        msum = _mm512_dpwssd_epi32(msum, _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i*)(par + kKqMins + 32 * q))),
                                    _mm512_set1_epi32(pp[q]));
-      const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + 288)));
+      const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqDmin)));
       term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dm, xd), _mm512_cvtepi32_ps(msum)));
     }
     acc = _mm512_add_ps(acc, term);
@@ -822,17 +822,17 @@ inline void kp_panel(const uint8_t* o, uint8_t* pb) {
   if constexpr (T == GgmlType::Q6_K) {
     for (int k = 0; k < 16; ++k)
       _mm512_store_si512(sc + 16 * k, _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 16 * k))));
-    _mm512_store_ps(pb + kQuantBytes + 16 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + 256))));
+    _mm512_store_ps(pb + kQuantBytes + 16 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD))));
   } else {
     for (int j = 0; j < 8; ++j)
       _mm512_store_si512(sc + 16 * j, _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j))));
     for (int q = 0; q < 4; ++q) {
-      const __m512i m = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i*)(par + 128 + 32 * q)));
+      const __m512i m = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i*)(par + kKqMins + 32 * q)));
       _mm512_store_si512(sc + 16 * (8 + 2 * q), _mm512_and_si512(m, _mm512_set1_epi32(0xFFFF)));
       _mm512_store_si512(sc + 16 * (9 + 2 * q), _mm512_srli_epi32(m, 16));
     }
-    _mm512_store_ps(pb + kQuantBytes + 16 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + 256))));
-    _mm512_store_ps(pb + kQuantBytes + 17 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + 288))));
+    _mm512_store_ps(pb + kQuantBytes + 16 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD))));
+    _mm512_store_ps(pb + kQuantBytes + 17 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqDmin))));
   }
 }
 
