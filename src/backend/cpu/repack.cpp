@@ -78,87 +78,79 @@ void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
   }
 }
 
-// One row's K-quant super-block as 256 unsigned quants (Q4_K 0-15, Q5_K 0-31, Q6_K q + 32 in
-// 0-63) and its sub-block scales (Q4_K/Q5_K: 8 scales and 8 mins; Q6_K: 16 int8 scales).
-struct KBlock {
-  uint8_t q[256];
-  uint8_t sc[16];
-  uint8_t mn[8];
-  uint16_t d, dmin;
-};
-
-KBlock decode_kblock(GgmlType t, const uint8_t* blk) {
-  KBlock k{};
-  if (t == GgmlType::Q6_K) {
-    const auto* b = reinterpret_cast<const quant::block_q6_K*>(blk);
-    for (int h = 0; h < 2; ++h)
-      for (int r = 0; r < 4; ++r)
-        for (int l = 0; l < 32; ++l) {
-          const int lo = (b->ql[64 * h + l + 32 * (r & 1)] >> (4 * (r >> 1))) & 0x0F;
-          k.q[128 * h + 32 * r + l] = uint8_t(lo | (((b->qh[32 * h + l] >> (2 * r)) & 3) << 4));
-        }
-    std::memcpy(k.sc, b->scales, 16);
-    k.d = b->d;
-    return k;
-  }
-  const bool q5 = t == GgmlType::Q5_K;
-  const uint8_t* scales = q5 ? reinterpret_cast<const quant::block_q5_K*>(blk)->scales
-                             : reinterpret_cast<const quant::block_q4_K*>(blk)->scales;
-  const uint8_t* qs = q5 ? reinterpret_cast<const quant::block_q5_K*>(blk)->qs
-                         : reinterpret_cast<const quant::block_q4_K*>(blk)->qs;
-  for (int j = 0; j < 8; ++j) {
-    quant::get_scale_min_k4(j, scales, &k.sc[j], &k.mn[j]);
-    for (int l = 0; l < 32; ++l) {
-      int v = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0x0F;
-      if (q5) v |= ((reinterpret_cast<const quant::block_q5_K*>(blk)->qh[l] >> j) & 1) << 4;
-      k.q[32 * j + l] = uint8_t(v);
-    }
-  }
-  std::memcpy(&k.d, blk, 2);
-  std::memcpy(&k.dmin, blk + 2, 2);
-  return k;
+inline uint32_t load4(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
 }
+inline void store4(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 
-// One K-quant group: rows r0..r0+15 of w (layout in repack.h).
+// One K-quant group: rows r0..r0+15 of w (layout in repack.h). Four lanes (columns) at a
+// time as 32-bit words: the GGUF nibbles of columns 4c..4c+3 and 16+4c..16+4c+3 of a
+// sub-block lie 4 bytes apart in both layouts.
+template <GgmlType T>
 void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
+  constexpr bool q5 = T == GgmlType::Q5_K, q6 = T == GgmlType::Q6_K;
+  constexpr uint32_t m4 = 0x0F0F0F0F, m2 = 0x03030303;
   const int64_t nsb = w.cols / 256;
-  const size_t bb = type_traits(w.type).type_size;
-  const size_t kb = packed_kq_block_bytes(w.type);
-  const bool q5 = w.type == GgmlType::Q5_K, q6 = w.type == GgmlType::Q6_K;
+  const size_t bb = type_traits(T).type_size;
+  constexpr size_t kb = packed_kq_block_bytes(T);
   for (int64_t b = 0; b < nsb; ++b) {
     uint8_t* o = out + size_t(b) * kb;
     std::memset(o, 0, kb);
-    uint8_t* ext = o + kKqExtra;                  // Q5_K masks or Q6_K high bits
-    uint8_t* par = o + packed_kq_scales(w.type);  // scales (and mins)
+    uint8_t* ext = o + kKqExtra;            // Q5_K masks or Q6_K high bits
+    uint8_t* par = o + packed_kq_scales(T);  // scales (and mins)
     for (int r = 0; r < kPackRows; ++r) {
-      const KBlock k = decode_kblock(w.type, w.data + size_t(r0 + r) * w.row_bytes + size_t(b) * bb);
-      for (int j = 0; j < 8; ++j)
-        for (int c = 0; c < 4; ++c)
-          for (int i = 0; i < 4; ++i) {
-            const int lo = k.q[32 * j + 4 * c + i], hi = k.q[32 * j + 16 + 4 * c + i];
-            const int lane = 4 * r + i;
-            o[256 * j + 64 * c + lane] = uint8_t((lo & 0x0F) | ((hi & 0x0F) << 4));
-            if (q5) {
+      const uint8_t* blk = w.data + size_t(r0 + r) * w.row_bytes + size_t(b) * bb;
+      if constexpr (q6) {
+        const auto* q = reinterpret_cast<const quant::block_q6_K*>(blk);
+        for (int j = 0; j < 8; ++j) {
+          // Sub-block j is columns 32 (j % 4) + l of half j / 4: ql's low (j % 4 < 2) or high
+          // nibbles, from byte 32 (j % 2), and bits 2 (j % 4) of qh.
+          const int h = j / 4, rr = j % 4;
+          const uint8_t* ql = q->ql + 64 * h + 32 * (rr & 1);
+          const uint8_t* qh = q->qh + 32 * h;
+          const int sn = 4 * (rr >> 1), sh = 2 * rr;
+          for (int c = 0; c < 4; ++c) {
+            const uint32_t lo = (load4(ql + 4 * c) >> sn) & m4, hi = (load4(ql + 16 + 4 * c) >> sn) & m4;
+            store4(o + 256 * j + 64 * c + 4 * r, lo | (hi << 4));
+            const uint32_t hl = (load4(qh + 4 * c) >> sh) & m2, hh = (load4(qh + 16 + 4 * c) >> sh) & m2;
+            // Chunk c's high bits go to vector c / 2, at bits 4 (c % 2) (low) and + 2 (high).
+            uint8_t* e = ext + 128 * j + 64 * (c / 2) + 4 * r;
+            store4(e, load4(e) | (hl << (4 * (c % 2))) | (hh << (4 * (c % 2) + 2)));
+          }
+        }
+        for (int k = 0; k < 16; ++k) par[16 * k + r] = uint8_t(q->scales[k]);
+        std::memcpy(par + kKqD + 2 * r, &q->d, 2);
+      } else {
+        const uint8_t* scales = q5 ? reinterpret_cast<const quant::block_q5_K*>(blk)->scales
+                                   : reinterpret_cast<const quant::block_q4_K*>(blk)->scales;
+        const uint8_t* qs = q5 ? reinterpret_cast<const quant::block_q5_K*>(blk)->qs
+                               : reinterpret_cast<const quant::block_q4_K*>(blk)->qs;
+        for (int j = 0; j < 8; ++j) {
+          const uint8_t* src = qs + 32 * (j / 2);
+          const int sn = 4 * (j % 2);
+          for (int c = 0; c < 4; ++c) {
+            const uint32_t lo = (load4(src + 4 * c) >> sn) & m4, hi = (load4(src + 16 + 4 * c) >> sn) & m4;
+            store4(o + 256 * j + 64 * c + 4 * r, lo | (hi << 4));
+            if constexpr (q5) {
+              // Fifth bits: bit j of qh[column]; lane 4 r + i of the chunk's two masks.
+              const uint8_t* qh = reinterpret_cast<const quant::block_q5_K*>(blk)->qh;
               uint8_t* m = ext + 64 * j + 16 * c;
-              m[lane / 8] |= uint8_t(((lo >> 4) & 1) << (lane % 8));
-              m[8 + lane / 8] |= uint8_t(((hi >> 4) & 1) << (lane % 8));
-            }
-            if (q6) {
-              // Chunk c's high bits go to vector c / 2, at bits 4 (c % 2) (low) and + 2 (high).
-              const int sh = 4 * (c % 2);
-              ext[128 * j + 64 * (c / 2) + lane] |= uint8_t(((lo >> 4) << sh) | ((hi >> 4) << (sh + 2)));
+              for (int i = 0; i < 4; ++i) {
+                const int lane = 4 * r + i;
+                m[lane / 8] |= uint8_t(((qh[4 * c + i] >> j) & 1) << (lane % 8));
+                m[8 + lane / 8] |= uint8_t(((qh[16 + 4 * c + i] >> j) & 1) << (lane % 8));
+              }
             }
           }
-      if (q6) {
-        for (int s = 0; s < 16; ++s) par[16 * s + r] = k.sc[s];
-        std::memcpy(par + kKqD + 2 * r, &k.d, 2);
-      } else {
-        for (int j = 0; j < 8; ++j) {
-          par[16 * j + r] = k.sc[j];
-          par[kKqMins + 32 * (j / 2) + 2 * r + j % 2] = k.mn[j];
+          uint8_t sc, mn;
+          quant::get_scale_min_k4(j, scales, &sc, &mn);
+          par[16 * j + r] = sc;
+          par[kKqMins + 32 * (j / 2) + 2 * r + j % 2] = mn;
         }
-        std::memcpy(par + kKqD + 2 * r, &k.d, 2);
-        std::memcpy(par + kKqDmin + 2 * r, &k.dmin, 2);
+        std::memcpy(par + kKqD + 2 * r, blk, 2);         // d
+        std::memcpy(par + kKqDmin + 2 * r, blk + 2, 2);  // dmin
       }
     }
   }
@@ -171,10 +163,15 @@ void pack_weight(const WeightView& w, uint8_t* out) {
     fail("cannot repack a {} weight of {} x {}", type_name(w.type), w.rows, w.cols);
   const size_t gb = packed_group_bytes(w.type, w.cols);
   const int64_t groups = w.rows / kPackRows;
-  const bool k = packed_kquant(w.type);
   parallel_for(groups, [&](int64_t g, int) {
     uint8_t* o = out + size_t(g) * gb;
-    k ? pack_kgroup(w, g * kPackRows, o) : pack_group(w, g * kPackRows, o);
+    const int64_t r0 = g * kPackRows;
+    switch (w.type) {
+      case GgmlType::Q4_K: pack_kgroup<GgmlType::Q4_K>(w, r0, o); break;
+      case GgmlType::Q5_K: pack_kgroup<GgmlType::Q5_K>(w, r0, o); break;
+      case GgmlType::Q6_K: pack_kgroup<GgmlType::Q6_K>(w, r0, o); break;
+      default: pack_group(w, r0, o);
+    }
   });
 }
 
