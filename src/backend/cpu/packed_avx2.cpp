@@ -1,13 +1,15 @@
-// The packed kernels (repack.h's x16 layout) for CPUs with AVX2 but no AVX-512: each 64-byte chunk (4 columns x 16 rows) is two ymm of 8 rows. Without vpdpbusd, a
-// chunk times the token's 4 broadcast quants is maddubs + madd with ones, which gives the same
-// int32 per row as vpdpbusd as long as maddubs' int16 pair sums cannot saturate: Q4_0 and Q5_0
-// quants (at most 31 x 127 x 2) go in unsigned as stored; Q8_0's w + 128 would not fit, so its
+// The packed kernels (repack.h's x16 layouts) for CPUs with AVX2 but no AVX-512: each 64-byte
+// chunk (4 columns x 16 rows) is two ymm of 8 rows. Without vpdpbusd, a chunk times the token's
+// 4 broadcast quants is maddubs + madd with ones, which gives the same int32 per row as
+// vpdpbusd as long as maddubs' int16 pair sums cannot saturate: the quants of Q4_0, Q5_0 and the
+// K-quants (at most 63 x 127 x 2) go in unsigned as stored; Q8_0's w + 128 would not fit, so its
 // quants are turned back into signed bytes and multiplied in sign form (|w| times x with w's
 // sign, at most 128 x 127 x 2), which sums w * x directly, without the offset correction. The
 // integer sums are exact and the float steps are the scalar kernel's (packed_gemm.h): results
 // are bit-identical to it.
 #include "backend/cpu/packed_gemm.h"
 #include "backend/cpu/repack.h"
+#include "quant/blocks.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -29,7 +31,7 @@ inline int32_t load_i32(const uint8_t* p) {
 constexpr int kPrefetch = 8192;
 
 // Per type: the quant bytes of a group block, the 8 chunks of half h (rows 8h..8h+7) as bytes
-// ready for maddubs' unsigned operand (Q8_0: signed; see dot()), and how many chunks' maddubs
+// ready for maddubs' unsigned operand (Q8_0: signed; see dot_block()), and how many chunks' maddubs
 // results may be summed in int16 before one madd widens them (kGroup x 2 x max|w| x 127 must
 // stay below 2^15): the multiply ports do one madd per group instead of one per chunk.
 struct AQ8 {
@@ -140,7 +142,6 @@ void gemm_avx2(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const 
   }
 }
 
-
 // ---- K-quants: the same halves of repack.h's K layout, integer sums per super-block, then the
 // scalar kernels' float steps (as the AVX-512 kp_gemv). Their quants are at most 63: unsigned
 // maddubs never saturates.
@@ -151,17 +152,6 @@ struct AK {
   static constexpr size_t kBlock = packed_kq_block_bytes(T);
   static constexpr size_t kPar = packed_kq_scales(T);
 };
-
-inline float q8k_d(const uint8_t* b) {
-  float d;
-  __builtin_memcpy(&d, b, 4);
-  return d;
-}
-inline int q8k_bsum(const uint8_t* b, int j) {
-  int16_t v;
-  __builtin_memcpy(&v, b + 260 + 2 * j, 2);
-  return v;
-}
 
 // Chunk c of sub-block j, half h: columns 4c..4c+3 (lo) and 16+4c..16+4c+3 (hi), 8 rows.
 template <GgmlType T>
@@ -197,22 +187,23 @@ inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, 
     if (NT == 1 && h == 0)
       for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kPrefetch + l), _MM_HINT_T2);
     const uint8_t* par = o + P::kPar;
-    const uint8_t* xb[NT];
-    for (int t = 0; t < NT; ++t) xb[t] = x.q + size_t(t0 + t) * x.stride + size_t(b) * 292;
+    const quant::block_q8_K* xb[NT];
+    for (int t = 0; t < NT; ++t)
+      xb[t] = reinterpret_cast<const quant::block_q8_K*>(x.q + size_t(t0 + t) * x.stride) + b;
     __m256i isum[NT];
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
       __m256i s0[NT], s1[NT];
       for (int t = 0; t < NT; ++t) {
-        s0[t] = q6 ? _mm256_set1_epi32(-32 * q8k_bsum(xb[t], 2 * j)) : _mm256_setzero_si256();
-        s1[t] = q6 ? _mm256_set1_epi32(-32 * q8k_bsum(xb[t], 2 * j + 1)) : _mm256_setzero_si256();
+        s0[t] = q6 ? _mm256_set1_epi32(-32 * xb[t]->bsums[2 * j]) : _mm256_setzero_si256();
+        s1[t] = q6 ? _mm256_set1_epi32(-32 * xb[t]->bsums[2 * j + 1]) : _mm256_setzero_si256();
       }
       __m256i p0[NT], p1[NT];
       for (int c = 0; c < 4; ++c) {
         __m256i lo, hi;
         ak_chunk<T>(o, j, c, h, &lo, &hi);
         for (int t = 0; t < NT; ++t) {
-          const uint8_t* xq = xb[t] + 4 + 32 * j + 4 * c;
+          const uint8_t* xq = reinterpret_cast<const uint8_t*>(xb[t]->qs) + 32 * j + 4 * c;
           const __m256i q0 = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(xq)));
           const __m256i q1 = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(xq + 16)));
           p0[t] = c % P::kGroup == 0 ? q0 : _mm256_add_epi16(p0[t], q0);
@@ -236,13 +227,13 @@ inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, 
     }
     const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqD + 16 * h)));
     for (int t = 0; t < NT; ++t) {
-      const __m256 xd = _mm256_set1_ps(q8k_d(xb[t]));
+      const __m256 xd = _mm256_set1_ps(xb[t]->d);
       __m256 term = _mm256_mul_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[t]));
       if constexpr (!q6) {
         __m256i msum = _mm256_setzero_si256();
         for (int q = 0; q < 4; ++q) {
-          const int pair0 = q8k_bsum(xb[t], 4 * q) + q8k_bsum(xb[t], 4 * q + 1);
-          const int pair1 = q8k_bsum(xb[t], 4 * q + 2) + q8k_bsum(xb[t], 4 * q + 3);
+          const int16_t* bs = xb[t]->bsums + 4 * q;
+          const int pair0 = bs[0] + bs[1], pair1 = bs[2] + bs[3];
           const __m256i pp = _mm256_set1_epi32(int32_t((uint32_t(pair0) & 0xFFFF) | (uint32_t(pair1) << 16)));
           const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + kKqMins + 32 * q + 16 * h)));
           msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pp));

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/repack.h"
 #include "common/fp16.h"
+#include "quant/blocks.h"
 
 namespace minfer::cpu {
 namespace {
@@ -55,12 +56,10 @@ void packed_kq_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64
         float acc = 0.0f;
         for (int64_t b = 0; b < nsb; ++b) {
           const uint8_t* o = wp + size_t(g) * gb + size_t(b) * kb;
-          const uint8_t* xb = x.q + size_t(t) * x.stride + size_t(b) * 292;
-          float xd;
-          std::memcpy(&xd, xb, 4);
-          const int8_t* xq = reinterpret_cast<const int8_t*>(xb + 4);
-          int16_t bsum[16];
-          std::memcpy(bsum, xb + 260, 32);
+          const auto* xb = reinterpret_cast<const quant::block_q8_K*>(x.q + size_t(t) * x.stride) + b;
+          const float xd = xb->d;
+          const int8_t* xq = xb->qs;
+          const int16_t* bsum = xb->bsums;
           const uint8_t* par = o + packed_kq_scales(wtype);
           uint16_t hd;
           std::memcpy(&hd, par + kKqD + 2 * r, 2);
