@@ -216,6 +216,43 @@ INSTANTIATE_TEST_SUITE_P(Types, PackedTest,
                                          GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
+// matmul_multi runs packed jobs together (one quantization, one parallel_for) when they share a
+// row length and an activation format (one type, or mixed K-quants, as Q4_K_M's Q4_K q/k and
+// Q6_K v): the same results as one matmul per job, bit for bit, with the bias, the tail rows
+// and the mixed _0 types that must run apart.
+TEST(Packed, MatmulMultiEqualsOneMatmulPerJob) {
+  if (!packed_gemm(GgmlType::Q4_K, active_isa())) GTEST_SKIP() << "no packed kernels on " << isa_name(active_isa());
+  std::mt19937 rng(21);
+  const int64_t cols = 512;
+  for (const std::vector<GgmlType>& types :
+       {std::vector<GgmlType>{GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K},
+        std::vector<GgmlType>{GgmlType::Q5_K, GgmlType::Q6_K},
+        std::vector<GgmlType>{GgmlType::Q5_0, GgmlType::Q5_0, GgmlType::Q8_0}}) {
+    const int64_t rows[3] = {64, 37, 32};
+    std::vector<Packed> w;
+    std::vector<std::vector<float>> bias;
+    for (size_t j = 0; j < types.size(); ++j) {
+      w.push_back(make_packed(types[j], rows[j], cols, rng));
+      w.back().view.packed = w.back().p.get();
+      bias.push_back(random_floats(size_t(rows[j]), rng));
+    }
+    for (int64_t nt : {1, 5, 33}) {
+      const auto x = random_floats(size_t(nt * cols), rng);
+      std::vector<std::vector<float>> ref, got;
+      MatmulJob jobs[3];
+      for (size_t j = 0; j < types.size(); ++j) {
+        ref.emplace_back(size_t(nt * rows[j]));
+        got.emplace_back(size_t(nt * rows[j]), -1.0f);
+        matmul(w[j].view, x.data(), nt, ref[j].data(), bias[j].data());
+      }
+      for (size_t j = 0; j < types.size(); ++j) jobs[j] = MatmulJob{w[j].view, bias[j].data(), got[j].data()};
+      matmul_multi(jobs, int(types.size()), x.data(), nt);
+      for (size_t j = 0; j < types.size(); ++j)
+        EXPECT_EQ(got[j], ref[j]) << type_name(types[j]) << " job " << j << " nt " << nt;
+    }
+  }
+}
+
 TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {
   EXPECT_TRUE(packable(GgmlType::Q8_0, 16, 32));
   EXPECT_TRUE(packable(GgmlType::Q4_0, 4864, 896));

@@ -32,11 +32,13 @@ constexpr int64_t kParallelMacs = int64_t(1) << 16;
 constexpr int64_t kDecodeGroups = 4;
 constexpr int64_t kPrefillGroups = 2;
 
-// Several packed matrices of one type and row length times the same activations: quantized
-// once, and all their work items in one parallel_for (one wake-up and one barrier for the three
-// projections of a decode step's attention, or its FFN's gate and up).
-void matmul_packed(const MatmulJob* jobs, int n_jobs, PackedGemmFn f, const float* x, int64_t nt) {
+// Several packed matrices of one row length and activation format times the same activations:
+// quantized once, and all their work items in one parallel_for (one wake-up and one barrier for
+// the three projections of a decode step's attention, or its FFN's gate and up).
+void matmul_packed(const MatmulJob* jobs, int n_jobs, const float* x, int64_t nt) {
   const WeightView& w0 = jobs[0].w;
+  PackedGemmFn f[kMaxJobs];
+  for (int j = 0; j < n_jobs; ++j) f[j] = packed_gemm(jobs[j].w.type, active_isa());
   const GgmlType at = packed_act_type(w0.type);
   const bool sums = at == GgmlType::Q8_0;  // the K-quant kernels read Q8_K's own d and bsums
   const int64_t cols = w0.cols, nb = cols / packed_block_cols(w0.type);
@@ -59,7 +61,6 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, PackedGemmFn f, const floa
 
   const int64_t per = nt == 1 ? kDecodeGroups : kPrefillGroups;
   const int64_t n_tblk = (nt + kTokenBlock - 1) / kTokenBlock;
-  const size_t gb = packed_group_bytes(w0.type, cols);
   int64_t first[kMaxJobs + 1] = {0};  // first work item of each job
   for (int j = 0; j < n_jobs; ++j) {
     const int64_t groups = jobs[j].w.rows / kPackRows;
@@ -75,7 +76,8 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, PackedGemmFn f, const floa
     const int64_t t0 = tb * kTokenBlock, ntb = std::min(kTokenBlock, nt - t0);
     const PackedAct xa{xq + size_t(t0) * xs, xs, sums ? xd + t0 * nb : nullptr, sums ? xc + t0 * nb : nullptr};
     float* yc = job.y + t0 * ldy + g0 * kPackRows;
-    f(w0.type, job.w.packed + size_t(g0) * gb, ng, nb, xa, ntb, yc, ldy);
+    const size_t gb = packed_group_bytes(job.w.type, cols);
+    f[j](job.w.type, job.w.packed + size_t(g0) * gb, ng, nb, xa, ntb, yc, ldy);
     if (job.bias)
       for (int64_t t = 0; t < ntb; ++t)
         for (int64_t r = 0; r < ng * kPackRows; ++r) yc[t * ldy + r] += job.bias[g0 * kPackRows + r];
@@ -99,15 +101,19 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, PackedGemmFn f, const floa
   }
 }
 
-// The packed kernel all jobs can share, or nullptr (then each runs on its own).
-PackedGemmFn shared_packed_kernel(const MatmulJob* jobs, int n) {
+// Whether the jobs can run as one matmul_packed: all packed with a kernel, one row length, and
+// one activation format: one type, or K-quants only (Q8_K rows whatever the type; the _0 types'
+// offset corrections differ per type).
+bool packed_together(const MatmulJob* jobs, int n) {
+  const WeightView& w0 = jobs[0].w;
   for (int j = 0; j < n; ++j) {
     const WeightView& w = jobs[j].w;
-    if (!w.packed || !packable(w.type, w.rows, w.cols) || w.type != jobs[0].w.type ||
-        w.cols != jobs[0].w.cols)
-      return nullptr;
+    if (!w.packed || !packable(w.type, w.rows, w.cols) || w.cols != w0.cols ||
+        !packed_gemm(w.type, active_isa()))
+      return false;
+    if (w.type != w0.type && !(packed_kquant(w.type) && packed_kquant(w0.type))) return false;
   }
-  return packed_gemm(jobs[0].w.type, active_isa());
+  return true;
 }
 
 }  // namespace
@@ -115,8 +121,8 @@ PackedGemmFn shared_packed_kernel(const MatmulJob* jobs, int n) {
 void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const float* bias) {
   if (nt <= 0 || w.rows <= 0) return;
   const MatmulJob job{w, bias, y};
-  if (const PackedGemmFn f = shared_packed_kernel(&job, 1)) {
-    matmul_packed(&job, 1, f, x, nt);
+  if (packed_together(&job, 1)) {
+    matmul_packed(&job, 1, x, nt);
     return;
   }
   const GgmlType vdt = vec_dot_type(w.type);
@@ -159,8 +165,8 @@ void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const flo
 void matmul_multi(const MatmulJob* jobs, int n, const float* x, int64_t nt) {
   if (n < 1 || n > kMaxJobs) fail("matmul_multi: {} matrices (1 to {})", n, kMaxJobs);
   if (nt > 0)
-    if (const PackedGemmFn f = shared_packed_kernel(jobs, n)) {
-      matmul_packed(jobs, n, f, x, nt);
+    if (packed_together(jobs, n)) {
+      matmul_packed(jobs, n, x, nt);
       return;
     }
   for (int j = 0; j < n; ++j) matmul(jobs[j].w, x, nt, jobs[j].y, jobs[j].bias);
