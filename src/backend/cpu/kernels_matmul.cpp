@@ -46,13 +46,17 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const float* x, int64_t nt
   uint8_t* xq = thread_scratch(ScratchSlot::MatmulActivations, xs * size_t(nt));
   float* xd = sums ? thread_scratch_array<float>(ScratchSlot::MatmulActScales, size_t(nt * nb)) : nullptr;
   int32_t* xc = sums ? thread_scratch_array<int32_t>(ScratchSlot::MatmulActSums, size_t(nt * nb)) : nullptr;
+  Q8KSums* ks = sums ? nullptr : thread_scratch_array<Q8KSums>(ScratchSlot::MatmulActScales, size_t(nt * nb));
   int64_t rows = 0;
   for (int j = 0; j < n_jobs; ++j) rows += jobs[j].w.rows;
   const bool par = rows * cols * nt >= kParallelMacs;
   auto quantize = [&](int64_t t, int) {
     uint8_t* row = xq + size_t(t) * xs;
     quantize_act(at, x + t * cols, row, cols);
-    if (sums) packed_act_sums(w0.type, row, nb, xd + t * nb, xc + t * nb);
+    if (sums)
+      packed_act_sums(w0.type, row, nb, xd + t * nb, xc + t * nb);
+    else
+      q8k_sums(row, nb, ks + t * nb);
   };
   if (par && nt > 1)
     parallel_for(nt, quantize);
@@ -74,7 +78,8 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const float* x, int64_t nt
     const int64_t gc = (c - first[j]) / n_tblk, tb = (c - first[j]) % n_tblk;
     const int64_t g0 = gc * per, ng = std::min(per, groups - g0);
     const int64_t t0 = tb * kTokenBlock, ntb = std::min(kTokenBlock, nt - t0);
-    const PackedAct xa{xq + size_t(t0) * xs, xs, sums ? xd + t0 * nb : nullptr, sums ? xc + t0 * nb : nullptr};
+    const PackedAct xa{xq + size_t(t0) * xs, xs, sums ? xd + t0 * nb : nullptr,
+                       sums ? xc + t0 * nb : nullptr, sums ? nullptr : ks + t0 * nb};
     float* yc = job.y + t0 * ldy + g0 * kPackRows;
     const size_t gb = packed_group_bytes(job.w.type, cols);
     f[j](job.w.type, job.w.packed + size_t(g0) * gb, ng, nb, xa, ntb, yc, ldy);

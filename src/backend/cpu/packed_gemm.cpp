@@ -90,6 +90,16 @@ void packed_kq_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64
 
 }  // namespace
 
+void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out) {
+  for (int64_t b = 0; b < nsb; ++b) {
+    const auto* x = reinterpret_cast<const quant::block_q8_K*>(row) + b;
+    Q8KSums& s = out[b];
+    s.d = x->d;
+    for (int j = 0; j < 16; ++j) s.bsum[j] = x->bsums[j];
+    for (int j = 0; j < 8; ++j) s.pair[j] = s.bsum[2 * j] + s.bsum[2 * j + 1];
+  }
+}
+
 GgmlType packed_act_type(GgmlType wtype) {
   return packed_kquant(wtype) ? GgmlType::Q8_K : GgmlType::Q8_0;
 }

@@ -18,11 +18,23 @@ namespace minfer::cpu {
 // Activations in rows of packed_act_type (quantize_act's output): for the _0 types Q8_0 rows,
 // row t's block b at q + t * stride + 34 b, plus per (token, block) the scale as a float and
 // the offset correction; for the K-quants Q8_K rows (292 bytes per block; d and c unused).
+// What the K-quant kernels need of a Q8_K activation block besides its quants: its scale, the
+// 16 sums of 16 quants and the 8 sums of 32 (one per sub-block of the weights).
+struct Q8KSums {
+  float d;
+  int32_t bsum[16];
+  int32_t pair[8];
+};
+void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out);  // a Q8_K row's nsb blocks
+
 struct PackedAct {
   const uint8_t* q = nullptr;
   size_t stride = 0;
   const float* d = nullptr;    // [t * nb + b]
   const int32_t* c = nullptr;  // [t * nb + b] = -offset * sum of the block's quants
+  // K-quants, [t * nb + b]: computed once per matmul rather than once per work item; nullptr:
+  // the kernel computes them.
+  const Q8KSums* ks = nullptr;
 };
 
 GgmlType packed_act_type(GgmlType wtype);  // Q8_0, or Q8_K for the K-quants

@@ -369,12 +369,8 @@ void pack_kq(const uint8_t* w, size_t ws, int64_t nr, int64_t b, uint8_t* pb, ui
   }
 }
 
-// Per (token, super-block) activation data: d, 16 bsums (int32), 8 bsum pairs.
-struct Q8KPrep {
-  float d;
-  int32_t bsum[16];
-  int32_t pair[8];
-};
+// Per (token, super-block) activation data: packed_gemm.h's Q8KSums.
+using Q8KPrep = Q8KSums;
 
 template <class K, int T>
 inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t xs,
@@ -672,14 +668,7 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
   }
   const int64_t nsb = n / 256;
   auto* prep = reinterpret_cast<Q8KPrep*>(scratch(0, size_t(nt * nsb) * sizeof(Q8KPrep)));
-  for (int64_t t = 0; t < nt; ++t)
-    for (int64_t b = 0; b < nsb; ++b) {
-      const uint8_t* xb = x + size_t(t) * xs + b * kQ8KBytes;
-      Q8KPrep& p = prep[t * nsb + b];
-      p.d = q8k_d(xb);
-      for (int j = 0; j < 16; ++j) p.bsum[j] = q8k_bsum(xb, j);
-      for (int j = 0; j < 8; ++j) p.pair[j] = p.bsum[2 * j] + p.bsum[2 * j + 1];
-    }
+  for (int64_t t = 0; t < nt; ++t) q8k_sums(x + size_t(t) * xs, nsb, prep + t * nsb);
   uint8_t* panel = scratch(2, size_t(nsb) * K::kBlock);
   uint8_t* tmp = scratch(3, 256 * kPanel);
   // The AMX path is chosen here rather than by dot_tile(): the panels and the token tails are
@@ -847,15 +836,12 @@ void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
       for (int64_t t = 0; t < nt; ++t) kp_gemv<T>(wp + size_t(g) * gb, nsb, x + size_t(t) * xs, y + t * ldy + 16 * g);
     return;
   }
-  auto* prep = reinterpret_cast<Q8KPrep*>(scratch(0, size_t(nt * nsb) * sizeof(Q8KPrep)));
-  for (int64_t t = 0; t < nt; ++t)
-    for (int64_t b = 0; b < nsb; ++b) {
-      const uint8_t* xb = x + size_t(t) * xs + b * kQ8KBytes;
-      Q8KPrep& p = prep[t * nsb + b];
-      p.d = q8k_d(xb);
-      for (int j = 0; j < 16; ++j) p.bsum[j] = q8k_bsum(xb, j);
-      for (int j = 0; j < 8; ++j) p.pair[j] = p.bsum[2 * j] + p.bsum[2 * j + 1];
-    }
+  const Q8KPrep* prep = xa.ks;
+  if (!prep) {
+    auto* p = reinterpret_cast<Q8KPrep*>(scratch(0, size_t(nt * nsb) * sizeof(Q8KPrep)));
+    for (int64_t t = 0; t < nt; ++t) q8k_sums(x + size_t(t) * xs, nsb, p + t * nsb);
+    prep = p;
+  }
   uint8_t* panel = scratch(2, size_t(nsb) * K::kBlock);
   constexpr bool amx = kAmx && !std::is_same_v<K, Q6KPanel>;  // Q6_K: see kq_gemm
   if (amx && nt >= 16) kq_amx_begin<K>();
