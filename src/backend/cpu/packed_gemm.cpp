@@ -96,7 +96,10 @@ void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out) {
     Q8KSums& s = out[b];
     s.d = x->d;
     for (int j = 0; j < 16; ++j) s.bsum[j] = x->bsums[j];
-    for (int j = 0; j < 8; ++j) s.pair[j] = s.bsum[2 * j] + s.bsum[2 * j + 1];
+    for (int j = 0; j < 8; ++j) {
+      s.pair[j] = s.bsum[2 * j] + s.bsum[2 * j + 1];
+      s.pairf[j] = float(s.pair[j]);
+    }
   }
 }
 

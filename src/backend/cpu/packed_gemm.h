@@ -24,6 +24,7 @@ struct Q8KSums {
   float d;
   int32_t bsum[16];
   int32_t pair[8];
+  float pairf[8];  // the pairs as floats (exact), for the AMX path's float mins term
 };
 void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out);  // a Q8_K row's nsb blocks
 

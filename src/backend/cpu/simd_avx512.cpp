@@ -491,7 +491,7 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
       __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum[m]));
       if constexpr (!kQ6) {
         __m512 summs = _mm512_setzero_ps();
-        for (int j = 0; j < 8; ++j) summs = _mm512_fmadd_ps(mnf[j], _mm512_set1_ps(float(pr.pair[j])), summs);
+        for (int j = 0; j < 8; ++j) summs = _mm512_fmadd_ps(mnf[j], _mm512_set1_ps(pr.pairf[j]), summs);
         const __m512 dmv = _mm512_load_ps(pb + kQuantBytes + 17 * 64);
         term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), summs));
       }
