@@ -124,15 +124,29 @@ TEST(ActQuant, EveryIsaPathGivesTheScalarBytes) {
   const int64_t n = int64_t(x.size());
   std::vector<quant::block_q8_0> r0(size_t(n / 32)), g0(r0.size());
   std::vector<quant::block_q8_1> r1(size_t(n / 32)), g1(r1.size());
+  // Q8_K: 5 blocks; block 1 all zero, block 2 with +-amax ties (the first one sets the sign),
+  // block 3 with exact halves after scaling, block 4 with its largest value positive.
+  auto xk = test::random_floats(256 * 5, rng, 2.0f);
+  for (int i = 0; i < 256; ++i) xk[256 + i] = 0.0f;
+  xk[512 + 17] = -9.0f, xk[512 + 21] = 9.0f, xk[512 + 200] = 9.0f;  // ties within 8 lanes
+  for (int i = 0; i < 256; ++i) xk[768 + i] = float(i % 64) - 31.5f;
+  xk[768 + 3] = -127.0f;
+  xk[1024 + 50] = 11.0f;
+  const int64_t nk = int64_t(xk.size());
+  std::vector<quant::block_q8_K> rk(size_t(nk / 256)), gk(rk.size());
   force_isa(Isa::Scalar);
   quantize_act_q8_0(x.data(), r0.data(), n);
   quantize_act_q8_1(x.data(), r1.data(), n);
+  quantize_act_q8_K(xk.data(), rk.data(), nk);
+  EXPECT_GT(rk[2].d, 0.0f);  // d = -max / 127 with the first of the ties, -9
   for (int i = 1; i <= int(detected_isa()); ++i) {
     force_isa(Isa(i));
     quantize_act_q8_0(x.data(), g0.data(), n);
     quantize_act_q8_1(x.data(), g1.data(), n);
+    quantize_act_q8_K(xk.data(), gk.data(), nk);
     EXPECT_EQ(0, std::memcmp(r0.data(), g0.data(), r0.size() * sizeof(r0[0]))) << isa_name(Isa(i));
     EXPECT_EQ(0, std::memcmp(r1.data(), g1.data(), r1.size() * sizeof(r1[0]))) << isa_name(Isa(i));
+    EXPECT_EQ(0, std::memcmp(rk.data(), gk.data(), rk.size() * sizeof(rk[0]))) << isa_name(Isa(i));
   }
   reset_isa();
 }

@@ -23,11 +23,13 @@ void quantize_act_q8_1(const float* x, quant::block_q8_1* y, int64_t n);
 void quantize_act_q8_K(const float* x, quant::block_q8_K* y, int64_t n);
 
 // The AVX2 versions (simd_avx2.cpp; nullptr where not compiled), bit-identical to the scalar
-// ones; quantize_act_q8_0/q8_1 dispatch to them by active_isa().
+// ones; quantize_act_q8_0/q8_1/q8_K dispatch to them by active_isa().
 using Q8RowFn = void (*)(const float* x, quant::block_q8_0* y, int64_t n);
 using Q8_1RowFn = void (*)(const float* x, quant::block_q8_1* y, int64_t n);
+using Q8KRowFn = void (*)(const float* x, quant::block_q8_K* y, int64_t n);
 Q8RowFn quantize_q8_0_avx2();
 Q8_1RowFn quantize_q8_1_avx2();
+Q8KRowFn quantize_q8_K_avx2();
 
 // Converts n floats into `vdt` (one of vec_dot_type's results); returns bytes written.
 // n must be a multiple of vdt's block size.

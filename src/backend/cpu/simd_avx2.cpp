@@ -56,6 +56,7 @@ DotTileFn dot_tile_avx2(GgmlType t) {
 VsumFn vsum_avx2() { return &vsum_simd; }
 Q8RowFn quantize_q8_0_avx2() { return &quantize_q8_0_simd; }
 Q8_1RowFn quantize_q8_1_avx2() { return &quantize_q8_1_simd; }
+Q8KRowFn quantize_q8_K_avx2() { return &quantize_q8_K_simd; }
 SoftmaxFn softmax_avx2() { return &softmax_simd; }
 SwigluFn swiglu_avx2() { return &swiglu_simd; }
 
@@ -68,6 +69,7 @@ DotTileFn dot_tile_avx2(GgmlType) { return nullptr; }
 VsumFn vsum_avx2() { return nullptr; }
 Q8RowFn quantize_q8_0_avx2() { return nullptr; }
 Q8_1RowFn quantize_q8_1_avx2() { return nullptr; }
+Q8KRowFn quantize_q8_K_avx2() { return nullptr; }
 SoftmaxFn softmax_avx2() { return nullptr; }
 SwigluFn swiglu_avx2() { return nullptr; }
 }  // namespace minfer::cpu

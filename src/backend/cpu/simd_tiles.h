@@ -618,6 +618,52 @@ inline void quantize_q8_1_simd(const float* x, quant::block_q8_1* y, int64_t n) 
   }
 }
 
+// Q8_K: the scale from the value of largest magnitude (its first occurrence, as the scalar
+// loop's strict >), quants round-half-even of x * iscale capped at 127, bsums per 16.
+inline void quantize_q8_K_simd(const float* x, quant::block_q8_K* y, int64_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < n / 256; ++b, x += 256) {
+    __m256 m = _mm256_setzero_ps();
+    for (int k = 0; k < 32; ++k) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    if (amax == 0.0f) {
+      y[b].d = 0.0f;
+      __builtin_memset(y[b].qs, 0, sizeof(y[b].qs));
+      __builtin_memset(y[b].bsums, 0, sizeof(y[b].bsums));
+      continue;
+    }
+    float max = 0.0f;
+    const __m256 am = _mm256_set1_ps(amax);
+    for (int k = 0; k < 32; ++k) {
+      const __m256 v = _mm256_loadu_ps(x + 8 * k);
+      const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, v), am, _CMP_EQ_OQ));
+      if (hit) {
+        max = x[8 * k + __builtin_ctz(unsigned(hit))];
+        break;
+      }
+    }
+    const float iscale = -127.f / max;
+    const __m256 is = _mm256_set1_ps(iscale);
+    const __m256i cap = _mm256_set1_epi32(127);
+    for (int k = 0; k < 8; ++k) {  // 32 quants at a time
+      __m256i q[4];
+      for (int i = 0; i < 4; ++i)
+        q[i] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * k + 8 * i), is)), cap);
+      // bsums of the two 16-quant halves (before packing: the sums are plain int32 adds).
+      y[b].bsums[2 * k] = int16_t(hsum_i32(_mm256_add_epi32(q[0], q[1])));
+      y[b].bsums[2 * k + 1] = int16_t(hsum_i32(_mm256_add_epi32(q[2], q[3])));
+      const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
+      const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b),
+                                                     _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs + 32 * k), p8);
+    }
+    y[b].d = 1.0f / iscale;
+  }
+}
+
 // ---- Drivers: full tiles first, then the row and token remainders --------------------------
 // A kernel family K provides `template <int R, int T> static void run(tile, r0, t0)`.
 
