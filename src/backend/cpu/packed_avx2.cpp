@@ -27,9 +27,6 @@ inline int32_t load_i32(const uint8_t* p) {
   return v;
 }
 
-// Decode prefetch distance: as the AVX-512 GEMV (packed_avx512.cpp).
-constexpr int kPrefetch = 8192;
-
 // Per type: the quant bytes of a group block, the 8 chunks of half h (rows 8h..8h+7) as bytes
 // ready for maddubs' unsigned operand (Q8_0: signed; see dot_block()), and how many chunks' maddubs
 // results may be summed in int16 before one madd widens them (kGroup x 2 x max|w| x 127 must
@@ -114,7 +111,7 @@ inline void avx2_tile(const uint8_t* grp, int64_t nb, int h, const PackedAct& x,
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* q = grp + size_t(b) * qb;
     if (T == 1 && h == 0)  // the second half's pass finds the group in L1/L2
-      for (size_t l = 0; l < qb; l += 64) _mm_prefetch((const char*)(q + kPrefetch + l), _MM_HINT_T2);
+      for (size_t l = 0; l < qb; l += 64) _mm_prefetch((const char*)(q + kPackedPrefetch + l), _MM_HINT_T2);
     __m256i w[8];
     P::load(q, h, w);
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 32 * b + 16 * h)));
@@ -127,19 +124,29 @@ inline void avx2_tile(const uint8_t* grp, int64_t nb, int h, const PackedAct& x,
   for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (t0 + t) * ldy + 8 * h, acc[t]);
 }
 
+// Every group of the call, both halves, its tokens in tiles of W then singly: f(Width<w>, group,
+// half, first token, the group's outputs).
+template <int N>
+struct Width {
+  static constexpr int value = N;
+};
+template <int W, class F>
+inline void each_half_tile(const uint8_t* wp, int64_t n_groups, size_t gb, int64_t nt, float* y, F&& f) {
+  for (int64_t g = 0; g < n_groups; ++g)
+    for (int h = 0; h < 2; ++h) {
+      int64_t t0 = 0;
+      for (; t0 + W <= nt; t0 += W) f(Width<W>{}, wp + size_t(g) * gb, h, t0, y + 16 * g);
+      for (; t0 < nt; ++t0) f(Width<1>{}, wp + size_t(g) * gb, h, t0, y + 16 * g);
+    }
+}
+
 template <class P>
 void gemm_avx2(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const PackedAct& x,
                int64_t nt, float* y, int64_t ldy) {
-  const size_t gb = packed_group_bytes(P::kType, nb * 32);
-  for (int64_t g = 0; g < n_groups; ++g) {
-    const uint8_t* grp = wp + size_t(g) * gb;
-    float* yg = y + 16 * g;
-    for (int h = 0; h < 2; ++h) {
-      int64_t t0 = 0;
-      for (; t0 + 4 <= nt; t0 += 4) avx2_tile<P, 4>(grp, nb, h, x, t0, yg, ldy);
-      for (; t0 < nt; ++t0) avx2_tile<P, 1>(grp, nb, h, x, t0, yg, ldy);
-    }
-  }
+  each_half_tile<4>(wp, n_groups, packed_group_bytes(P::kType, nb * 32), nt, y,
+                    [&](auto w, const uint8_t* grp, int h, int64_t t0, float* yg) {
+                      avx2_tile<P, decltype(w)::value>(grp, nb, h, x, t0, yg, ldy);
+                    });
 }
 
 // ---- K-quants: the same halves of repack.h's K layout, integer sums per super-block, then the
@@ -185,7 +192,7 @@ inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, 
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* o = grp + size_t(b) * P::kBlock;
     if (NT == 1 && h == 0)
-      for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kPrefetch + l), _MM_HINT_T2);
+      for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kPackedPrefetch + l), _MM_HINT_T2);
     const uint8_t* par = o + P::kPar;
     const quant::block_q8_K* xb[NT];
     for (int t = 0; t < NT; ++t)
@@ -250,16 +257,10 @@ inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, 
 template <GgmlType T>
 void ak_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const PackedAct& x,
              int64_t nt, float* y, int64_t ldy) {
-  const size_t gb = packed_group_bytes(T, nsb * 256);
-  for (int64_t g = 0; g < n_groups; ++g) {
-    const uint8_t* grp = wp + size_t(g) * gb;
-    float* yg = y + 16 * g;
-    for (int h = 0; h < 2; ++h) {
-      int64_t t0 = 0;
-      for (; t0 + 2 <= nt; t0 += 2) ak_tile<T, 2>(grp, nsb, h, x, t0, yg, ldy);
-      for (; t0 < nt; ++t0) ak_tile<T, 1>(grp, nsb, h, x, t0, yg, ldy);
-    }
-  }
+  each_half_tile<2>(wp, n_groups, packed_group_bytes(T, nsb * 256), nt, y,
+                    [&](auto w, const uint8_t* grp, int h, int64_t t0, float* yg) {
+                      ak_tile<T, decltype(w)::value>(grp, nsb, h, x, t0, yg, ldy);
+                    });
 }
 
 }  // namespace

@@ -30,11 +30,6 @@ inline int32_t load_i32(const uint8_t* p) {
   return v;
 }
 
-// Decode streams each group front to back: fetch this far ahead, into the outer cache levels,
-// every line of a block (measured at 2 threads, qwen2.5-0.5b Q8_0 tg64, one line per block:
-// 2048 B into L1 38.0 t/s, 4096 39.2, 8192 into L3 40.5, 16384 39.6; then every line instead
-// of one: a 524288 x 896 GEMV 10-25 % faster, Q4_0 and Q5_0 most).
-constexpr int kPrefetch = 8192;
 
 // The packed types: quant bytes per group block, offset, and the unsigned quants of a block
 // as 8 zmm (chunk k: columns 4k..4k+3 of the 16 rows).
@@ -92,7 +87,7 @@ inline void vnni_tile(const uint8_t* grp, int64_t nb, const PackedAct& x, int64_
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* q = grp + size_t(b) * qb;
     if constexpr (T == 1)
-      for (size_t l = 0; l < qb; l += 64) _mm_prefetch((const char*)(q + kPrefetch + l), _MM_HINT_T2);
+      for (size_t l = 0; l < qb; l += 64) _mm_prefetch((const char*)(q + kPackedPrefetch + l), _MM_HINT_T2);
     __m512i w[8];
     P::load(q, w);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(sc + 32 * b)));
