@@ -30,7 +30,6 @@ inline int32_t load_i32(const uint8_t* p) {
   return v;
 }
 
-
 // The packed types: quant bytes per group block, offset, and the unsigned quants of a block
 // as 8 zmm (chunk k: columns 4k..4k+3 of the 16 rows).
 struct PQ8 {
