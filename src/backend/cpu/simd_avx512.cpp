@@ -48,6 +48,7 @@ struct I8Ops {
 }  // namespace minfer::cpu
 
 #include "backend/cpu/simd_tiles.h"
+#include "backend/cpu/avx512_transpose.h"
 
 namespace minfer::cpu {
 namespace {
@@ -245,33 +246,6 @@ void q8_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
 // quants (q4_K/q5_K: q itself; q6_K: q + 32), then per-row integer scales (and mins) as int32
 // lanes and the row's d (and dmin). Integer sums per super-block, then the scalar kernels'
 // float steps lane-wise: the results are bit-identical to the scalar path.
-
-// out[g] lane r = in[r] lane g (16 x 16 dwords): 32-bit and 64-bit unpacks within 128-bit
-// lanes, then a 4 x 4 transpose of the 128-bit lanes.
-inline void transpose16(__m512i* v) {
-  __m512i t[16], u[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  // u[4i + m], 128-bit lane k: dword 4k + m of rows 4i..4i+3.
-  for (int m = 0; m < 4; ++m) {
-    const __m512i p = _mm512_shuffle_i32x4(u[m], u[4 + m], 0x44);
-    const __m512i q = _mm512_shuffle_i32x4(u[m], u[4 + m], 0xEE);
-    const __m512i r = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0x44);
-    const __m512i s = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0xEE);
-    v[m] = _mm512_shuffle_i32x4(p, r, 0x88);
-    v[4 + m] = _mm512_shuffle_i32x4(p, r, 0xDD);
-    v[8 + m] = _mm512_shuffle_i32x4(q, s, 0x88);
-    v[12 + m] = _mm512_shuffle_i32x4(q, s, 0xDD);
-  }
-}
 
 constexpr size_t kQuantBytes = 64 * 64;  // 256 quants x 16 rows
 

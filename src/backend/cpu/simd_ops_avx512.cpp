@@ -31,6 +31,8 @@ float* ops_scratch(int slot, size_t n_floats) {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#include "backend/cpu/avx512_transpose.h"
+
 namespace minfer::cpu {
 namespace {
 
@@ -213,32 +215,6 @@ void rope512(const float* x, float* y, int64_t n_rows, int64_t head_dim, int64_t
 }
 
 // ---- attention -----------------------------------------------------------------------------
-
-// 16 x 16 transpose of r[0..15] in place: r[c] = element c of rows 0..15.
-inline void transpose16(__m512 r[16]) {
-  __m512 t[16], u[16];
-  for (int k = 0; k < 8; ++k) {
-    t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
-    t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
-  }
-  for (int k = 0; k < 4; ++k) {
-    u[4 * k + 0] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
-    u[4 * k + 1] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0xEE);
-    u[4 * k + 2] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
-    u[4 * k + 3] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xEE);
-  }
-  // u[4k + m], 128-bit lane L: column 4L + m of rows 4k..4k+3.
-  for (int m = 0; m < 4; ++m) {
-    const __m512 w0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x88);
-    const __m512 w1 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xDD);
-    const __m512 x0 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x88);
-    const __m512 x1 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xDD);
-    r[m] = _mm512_shuffle_f32x4(w0, x0, 0x88);
-    r[8 + m] = _mm512_shuffle_f32x4(w0, x0, 0xDD);
-    r[4 + m] = _mm512_shuffle_f32x4(w1, x1, 0x88);
-    r[12 + m] = _mm512_shuffle_f32x4(w1, x1, 0xDD);
-  }
-}
 
 inline __m512 load_row(const uint8_t* row, bool f16, int64_t i, __mmask16 m) {
   if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + i));
