@@ -44,8 +44,9 @@ struct Acts {
   std::vector<uint8_t> q;
   std::vector<float> d;
   std::vector<int32_t> c;
+  std::vector<Q8KSums> ks;
   size_t stride = 0;
-  PackedAct view() const { return {q.data(), stride, d.data(), c.data()}; }
+  PackedAct view() const { return {q.data(), stride, d.data(), c.data(), ks.data()}; }
 };
 
 Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t cols) {
@@ -54,9 +55,13 @@ Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t col
   const GgmlType at = packed_act_type(wt);
   a.stride = row_size(at, cols);
   a.q.resize(a.stride * size_t(nt));
-  if (at == GgmlType::Q8_K) {  // the K-quant kernels read the Q8_K rows only
-    for (int64_t t = 0; t < nt; ++t)
+  if (at == GgmlType::Q8_K) {  // the K-quant kernels read the Q8_K rows and their sums
+    const int64_t nsb = cols / 256;
+    a.ks.resize(size_t(nt * nsb));
+    for (int64_t t = 0; t < nt; ++t) {
       quantize_act(at, x.data() + t * cols, a.q.data() + size_t(t) * a.stride, cols);
+      q8k_sums(a.q.data() + size_t(t) * a.stride, nsb, a.ks.data() + t * nsb);
+    }
     return a;
   }
   a.d.resize(size_t(nt * nb));

@@ -195,15 +195,18 @@ inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, 
       for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kPackedPrefetch + l), _MM_HINT_T2);
     const uint8_t* par = o + P::kPar;
     const quant::block_q8_K* xb[NT];
-    for (int t = 0; t < NT; ++t)
+    const Q8KSums* ks[NT];
+    for (int t = 0; t < NT; ++t) {
       xb[t] = reinterpret_cast<const quant::block_q8_K*>(x.q + size_t(t0 + t) * x.stride) + b;
+      ks[t] = x.ks + (t0 + t) * nsb + b;
+    }
     __m256i isum[NT];
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
       __m256i s0[NT], s1[NT];
       for (int t = 0; t < NT; ++t) {
-        s0[t] = q6 ? _mm256_set1_epi32(-32 * xb[t]->bsums[2 * j]) : _mm256_setzero_si256();
-        s1[t] = q6 ? _mm256_set1_epi32(-32 * xb[t]->bsums[2 * j + 1]) : _mm256_setzero_si256();
+        s0[t] = q6 ? _mm256_set1_epi32(-32 * ks[t]->bsum[2 * j]) : _mm256_setzero_si256();
+        s1[t] = q6 ? _mm256_set1_epi32(-32 * ks[t]->bsum[2 * j + 1]) : _mm256_setzero_si256();
       }
       __m256i p0[NT], p1[NT];
       for (int c = 0; c < 4; ++c) {
@@ -234,14 +237,13 @@ inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, 
     }
     const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqD + 16 * h)));
     for (int t = 0; t < NT; ++t) {
-      const __m256 xd = _mm256_set1_ps(xb[t]->d);
+      const __m256 xd = _mm256_set1_ps(ks[t]->d);
       __m256 term = _mm256_mul_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[t]));
       if constexpr (!q6) {
         __m256i msum = _mm256_setzero_si256();
         for (int q = 0; q < 4; ++q) {
-          const int16_t* bs = xb[t]->bsums + 4 * q;
-          const int pair0 = bs[0] + bs[1], pair1 = bs[2] + bs[3];
-          const __m256i pp = _mm256_set1_epi32(int32_t((uint32_t(pair0) & 0xFFFF) | (uint32_t(pair1) << 16)));
+          const int32_t* pr = ks[t]->pair + 2 * q;
+          const __m256i pp = _mm256_set1_epi32(int32_t((uint32_t(pr[0]) & 0xFFFF) | (uint32_t(pr[1]) << 16)));
           const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + kKqMins + 32 * q + 16 * h)));
           msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pp));
         }

@@ -33,8 +33,8 @@ struct PackedAct {
   size_t stride = 0;
   const float* d = nullptr;    // [t * nb + b]
   const int32_t* c = nullptr;  // [t * nb + b] = -offset * sum of the block's quants
-  // K-quants, [t * nb + b]: computed once per matmul rather than once per work item; nullptr:
-  // the kernel computes them.
+  // K-quants, [t * nb + b] (q8k_sums of the rows): computed once per matmul rather than once
+  // per work item. The SIMD K-quant kernels need them; the scalar one reads the rows.
   const Q8KSums* ks = nullptr;
 };
 

@@ -343,12 +343,9 @@ void pack_kq(const uint8_t* w, size_t ws, int64_t nr, int64_t b, uint8_t* pb, ui
   }
 }
 
-// Per (token, super-block) activation data: packed_gemm.h's Q8KSums.
-using Q8KPrep = Q8KSums;
-
 template <class K, int T>
 inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t xs,
-                    const Q8KPrep* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
+                    const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
   constexpr bool kQ6 = std::is_same_v<K, Q6KPanel>;
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
@@ -365,7 +362,7 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
       const __m512i scv = _mm512_load_si512(par + 16 * j);
       for (int t = 0; t < T; ++t) {
         const uint8_t* xq = x + size_t(t0 + t) * xs + b * kQ8KBytes + 4 + 4 * kGroups * j;
-        const Q8KPrep& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
+        const Q8KSums& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
         // q6_K's quants are stored + 32: start from -32 * sum(x) of the sub-block.
         __m512i s = kQ6 ? _mm512_set1_epi32(-32 * pr.bsum[j]) : _mm512_setzero_si512();
         for (int g = 0; g < kGroups; ++g)
@@ -375,7 +372,7 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
     }
     const __m512 dv = _mm512_load_ps(pb + kQuantBytes + 16 * 64);
     for (int t = 0; t < T; ++t) {
-      const Q8KPrep& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
+      const Q8KSums& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
       const __m512 xd = _mm512_set1_ps(pr.d);
       __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum[t]));
       if constexpr (!kQ6) {
@@ -411,7 +408,7 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_end() { _tile_release()
 
 // isum[m] += (sums row m [- 32 * bsum of token m's sub-block]) * the rows' scales of sub-block j.
 template <bool kQ6>
-inline void kq_amx_scale(const int32_t* sums, const int32_t* par, int j, const Q8KPrep* prep,
+inline void kq_amx_scale(const int32_t* sums, const int32_t* par, int j, const Q8KSums* prep,
                          int64_t nsb, __m512i* isum) {
   const __m512i scv = _mm512_load_si512(par + 16 * j);
   for (int m = 0; m < 16; ++m) {
@@ -424,7 +421,7 @@ inline void kq_amx_scale(const int32_t* sums, const int32_t* par, int j, const Q
 // 16 tokens from t0 x one panel (kq_amx_begin<K> must have configured the tiles).
 template <class K>
 __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
-    const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t xs, const Q8KPrep* prep,
+    const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t xs, const Q8KSums* prep,
     int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
   constexpr bool kQ6 = std::is_same_v<K, Q6KPanel>;
   constexpr int kSub = kQ6 ? 16 : 8, kK = kQ6 ? 16 : 32;
@@ -432,7 +429,7 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
   alignas(64) float acc[256];
   for (int m = 0; m < 16; ++m) _mm512_store_ps(acc + 16 * m, _mm512_setzero_ps());
   const long xsl = long(xs);
-  const Q8KPrep* pt = prep + t0 * nsb;
+  const Q8KSums* pt = prep + t0 * nsb;
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* pb = panel + b * K::kBlock;
     const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
@@ -460,7 +457,7 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
     if constexpr (!kQ6)
       for (int j = 0; j < 8; ++j) mnf[j] = _mm512_cvtepi32_ps(_mm512_load_si512(par + 16 * (8 + j)));
     for (int m = 0; m < 16; ++m) {
-      const Q8KPrep& pr = pt[m * nsb + b];
+      const Q8KSums& pr = pt[m * nsb + b];
       const __m512 xd = _mm512_set1_ps(pr.d);
       __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum[m]));
       if constexpr (!kQ6) {
@@ -641,7 +638,7 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
     return;
   }
   const int64_t nsb = n / 256;
-  auto* prep = reinterpret_cast<Q8KPrep*>(scratch(0, size_t(nt * nsb) * sizeof(Q8KPrep)));
+  auto* prep = reinterpret_cast<Q8KSums*>(scratch(0, size_t(nt * nsb) * sizeof(Q8KSums)));
   for (int64_t t = 0; t < nt; ++t) q8k_sums(x + size_t(t) * xs, nsb, prep + t * nsb);
   uint8_t* panel = scratch(2, size_t(nsb) * K::kBlock);
   uint8_t* tmp = scratch(3, 256 * kPanel);
@@ -810,12 +807,7 @@ void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
       for (int64_t t = 0; t < nt; ++t) kp_gemv<T>(wp + size_t(g) * gb, nsb, x + size_t(t) * xs, y + t * ldy + 16 * g);
     return;
   }
-  const Q8KPrep* prep = xa.ks;
-  if (!prep) {
-    auto* p = reinterpret_cast<Q8KPrep*>(scratch(0, size_t(nt * nsb) * sizeof(Q8KPrep)));
-    for (int64_t t = 0; t < nt; ++t) q8k_sums(x + size_t(t) * xs, nsb, p + t * nsb);
-    prep = p;
-  }
+  const Q8KSums* prep = xa.ks;
   uint8_t* panel = scratch(2, size_t(nsb) * K::kBlock);
   constexpr bool amx = kAmx && !std::is_same_v<K, Q6KPanel>;  // Q6_K: see kq_gemm
   if (amx && nt >= 16) kq_amx_begin<K>();
