@@ -44,8 +44,10 @@ GgmlType packed_act_type(GgmlType wtype);
 // cache levels, every line of a block (measured at 2 threads, qwen2.5-0.5b Q8_0 tg64, one line
 // per block: 2048 B into L1 38.0 t/s, 4096 39.2, 8192 into L3 40.5, 16384 39.6; then every line
 // instead of one: a 524288 x 896 GEMV 10-25 % faster, Q4_0 and Q5_0 most; 4096 and hints T0/T1/
-// NTA re-measured on 2 MiB pages: no better).
-constexpr int kPackedPrefetch = 8192;  // Q8_0, or Q8_K for the K-quants
+// NTA re-measured on 2 MiB pages: no better). Once decode chunks became long (kernels_matmul.cpp),
+// 2048 B won: 2 threads, tg64 Q8_0 49.5 t/s (8192: 48.0 at 4096), qwen3-0.6b Q4_K_M 52.7 (8192:
+// 47 with short chunks); one thread Q8_0 26.6 vs 25.7 at 8192.
+constexpr int kPackedPrefetch = 2048;  // Q8_0, or Q8_K for the K-quants
 
 // d and c of one Q8_0 activation row of nb blocks, for weights of `wtype`.
 void packed_act_sums(GgmlType wtype, const uint8_t* row, int64_t nb, float* d, int32_t* c);

@@ -480,7 +480,7 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
 // sub-block scales spread by one permute each. The integer sum per super-block is exact and the
 // float steps are q45k_tile's: results are bit-identical to the scalar kernel.
 
-// Decode streams each row once: fetch 8 KiB ahead into the outer caches, as the packed GEMV.
+// Decode of the GGUF-layout rows streams each row once: fetch 8 KiB ahead into the outer caches.
 constexpr int kKqAhead = 8192;
 
 struct KqGemvAct {
@@ -711,7 +711,7 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, float* y)
   __m512 acc = _mm512_setzero_ps();
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* o = grp + size_t(b) * P::kBlock;
-    for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kKqAhead + l), _MM_HINT_T2);
+    for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kPackedPrefetch + l), _MM_HINT_T2);
     const uint8_t* xb = x + b * kQ8KBytes;
     const uint8_t* xq = xb + 4;
     const uint8_t* par = o + P::kPar;
