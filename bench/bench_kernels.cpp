@@ -2,7 +2,8 @@
 // GEMV (one token, decode) is memory bound: its counter is GB/s of weights streamed, to set
 // against the machine's ~31 GB/s (2 cores). GEMM (a 128-token prompt) is compute bound: its
 // counter is GOP/s (2 * rows * cols * tokens), against ~1400 int8 GOP/s with VNNI. isa: 0
-// scalar, 1 AVX2, 2 AVX-512 VNNI, 3 AMX (packed kernels only).
+// scalar, 1 AVX2, 2 AVX-VNNI, 3 AVX-512 VNNI, 4 AMX (packed kernels only); levels this CPU lacks
+// are skipped.
 //
 //   bench_kernels --benchmark_filter='Gemv/Q8_0' ; args are rows/cols/isa/threads
 #include <benchmark/benchmark.h>
@@ -22,7 +23,7 @@ namespace {
 void run(benchmark::State& st, GgmlType t, int64_t nt, bool packed = false) {
   const int64_t rows = st.range(0), cols = st.range(1);
   const Isa isa = Isa(st.range(2));
-  if (int(isa) > int(detected_isa())) {
+  if (!isa_supported(isa)) {
     st.SkipWithError("ISA not available on this CPU");
     return;
   }
@@ -54,7 +55,7 @@ void run(benchmark::State& st, GgmlType t, int64_t nt, bool packed = false) {
 
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"rows", "cols", "isa", "threads"});
-  for (int isa = 0; isa <= 3; ++isa)
+  for (int isa = 0; isa < kIsaCount; ++isa)
     for (int th : {1, 2}) {
       b->Args({1024, 1024, isa, th});
       b->Args({3072, 1024, isa, th});

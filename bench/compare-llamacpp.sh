@@ -11,8 +11,9 @@
 #        ROUNDS (3), REPS (3: timed repetitions per engine per round), BW_GBS (31: memory read
 #        bandwidth for the bound), PP ("128,512"), TG (64), KV (f16; llama.cpp's default)
 #        ISA              both engines on one instruction set, as on a CPU that has no more:
-#                         avx2 (llama.cpp's haswell build), avx512 (its icelake build: AVX-512
-#                         VNNI, no AMX); default: each engine's best for this CPU
+#                         avx2 (llama.cpp's haswell build), avxvnni (its alderlake build: AVX2
+#                         + AVX-VNNI, as on Intel's client CPUs since 2021), avx512 (its icelake
+#                         build: AVX-512 VNNI, no AMX); default: each engine's best for this CPU
 #
 # tg follows llama-bench's convention on both sides: decode steps from an empty KV cache
 # (mini-bench --tg-empty). The oracle's README table measured tg after a 128-token prompt,
@@ -58,15 +59,15 @@ trap 'rm -rf "$tmp"' EXIT
 mini_args=()
 case "${ISA:-}" in
   "") ;;
-  avx2 | avx512)
-    variant=$([[ "$ISA" == avx2 ]] && echo haswell || echo icelake)
+  avx2 | avxvnni | avx512)
+    case "$ISA" in avx2) variant=haswell ;; avxvnni) variant=alderlake ;; *) variant=icelake ;; esac
     lib="$oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-cpu-$variant.so"
     [[ -f "$lib" ]] || { echo "compare-llamacpp: $lib not found" >&2; exit 1; }
     mkdir -p "$tmp/backend" && ln -s "$lib" "$tmp/backend/"
     mini_args=(--backend-dir "$tmp/backend")
     export MINFER_ISA=$ISA
     ;;
-  *) echo "compare-llamacpp: ISA must be avx2 or avx512 (or unset)" >&2; exit 1 ;;
+  *) echo "compare-llamacpp: ISA must be avx2, avxvnni or avx512 (or unset)" >&2; exit 1 ;;
 esac
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
 

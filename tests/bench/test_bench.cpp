@@ -57,6 +57,7 @@ TEST(Bench, MatmulIsaNeverAboveTheRequestedOne) {
                  minfer::GgmlType::Q4_0, minfer::GgmlType::Q4_K, minfer::GgmlType::Q6_K}) {
     EXPECT_EQ(minfer::cpu::matmul_isa(t, Isa::Scalar), Isa::Scalar);
     EXPECT_LE(int(minfer::cpu::matmul_isa(t, Isa::Avx2)), int(Isa::Avx2));
+    EXPECT_LE(int(minfer::cpu::matmul_isa(t, Isa::AvxVnni)), int(Isa::AvxVnni));
     EXPECT_LE(int(minfer::cpu::matmul_isa(t, Isa::Avx512)), int(Isa::Avx512));
   }
 }

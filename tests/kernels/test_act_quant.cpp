@@ -139,14 +139,14 @@ TEST(ActQuant, EveryIsaPathGivesTheScalarBytes) {
   quantize_act_q8_1(x.data(), r1.data(), n);
   quantize_act_q8_K(xk.data(), rk.data(), nk);
   EXPECT_GT(rk[2].d, 0.0f);  // d = -max / 127 with the first of the ties, -9
-  for (int i = 1; i <= int(detected_isa()); ++i) {
-    force_isa(Isa(i));
+  for (Isa isa : supported_isas()) {
+    force_isa(isa);
     quantize_act_q8_0(x.data(), g0.data(), n);
     quantize_act_q8_1(x.data(), g1.data(), n);
     quantize_act_q8_K(xk.data(), gk.data(), nk);
-    EXPECT_EQ(0, std::memcmp(r0.data(), g0.data(), r0.size() * sizeof(r0[0]))) << isa_name(Isa(i));
-    EXPECT_EQ(0, std::memcmp(r1.data(), g1.data(), r1.size() * sizeof(r1[0]))) << isa_name(Isa(i));
-    EXPECT_EQ(0, std::memcmp(rk.data(), gk.data(), rk.size() * sizeof(rk[0]))) << isa_name(Isa(i));
+    EXPECT_EQ(0, std::memcmp(r0.data(), g0.data(), r0.size() * sizeof(r0[0]))) << isa_name(isa);
+    EXPECT_EQ(0, std::memcmp(r1.data(), g1.data(), r1.size() * sizeof(r1[0]))) << isa_name(isa);
+    EXPECT_EQ(0, std::memcmp(rk.data(), gk.data(), rk.size() * sizeof(rk[0]))) << isa_name(isa);
   }
   reset_isa();
 }

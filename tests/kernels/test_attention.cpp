@@ -98,8 +98,8 @@ class AttentionTest : public testing::Test {
 };
 
 TEST_F(AttentionTest, MatchesNaiveReferenceForEveryCacheType) {
-  for (int i = 0; i <= int(detected_isa()); ++i) {
-    force_isa(Isa(i));
+  for (Isa isa : supported_isas()) {
+    force_isa(isa);
     for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
       check_attention(t, t, 4, 2, 64, 64);  // GQA
       check_attention(t, t, 2, 2, 32, 32);  // MHA
@@ -155,8 +155,8 @@ namespace {
 // few float ulps of each probability, over lengths that exercise vector bodies and tails.
 TEST(Softmax, EveryPathMatchesDoublePrecision) {
   std::mt19937 rng(4);
-  for (int i = 0; i <= int(detected_isa()); ++i) {
-    const SoftmaxFn f = softmax_fn(Isa(i));
+  for (Isa isa : supported_isas()) {
+    const SoftmaxFn f = softmax_fn(isa);
     for (int64_t n : {1, 7, 8, 33, 1000}) {
       auto s = test::random_floats(size_t(n), rng, 20.0f);
       const auto s0 = s;
@@ -169,7 +169,7 @@ TEST(Softmax, EveryPathMatchesDoublePrecision) {
       for (float v : s0) sum += std::exp(double(v * 0.7f - mx));
       for (int64_t j = 0; j < n; ++j) {
         const double e = std::exp(double(s0[j] * 0.7f - mx)) / sum;
-        ASSERT_NEAR(s[j], e, 1e-6 * e + 1e-37) << "isa " << i << " n " << n << " j " << j;
+        ASSERT_NEAR(s[j], e, 1e-6 * e + 1e-37) << "isa " << isa_name(isa) << " n " << n << " j " << j;
       }
     }
   }

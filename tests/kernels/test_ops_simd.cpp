@@ -24,11 +24,7 @@ class OpsSimd : public testing::Test {
     reset_isa();
     set_threads(0);
   }
-  static std::vector<Isa> isas() {
-    std::vector<Isa> v;
-    for (int i = 0; i <= int(detected_isa()); ++i) v.push_back(Isa(i));
-    return v;
-  }
+  static std::vector<Isa> isas() { return supported_isas(); }
 };
 
 // Floats over a wide exponent range, so that double sums depend on their order.

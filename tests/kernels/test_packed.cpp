@@ -169,8 +169,8 @@ TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
   const int64_t rows = 48, cols = packed_kquant(t) ? 768 : 160, nb = cols / packed_block_cols(t);
   Packed k = make_packed(t, rows, cols, rng);
   int tested = 0;
-  for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
-    if (detected_isa() < isa) continue;
+  for (Isa isa : supported_isas()) {
+    if (isa == Isa::Scalar) continue;
     const PackedGemmFn f = packed_gemm(t, isa);
     ASSERT_NE(f, nullptr) << isa_name(isa);
     for (int64_t nt : {1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 47}) {
@@ -196,8 +196,8 @@ TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
   Packed k = make_packed(t, rows, cols, rng);
   const auto bias = random_floats(size_t(rows), rng);
   int tested = 0;
-  for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Amx}) {
-    if (detected_isa() < isa || !packed_gemm(t, isa)) continue;
+  for (Isa isa : supported_isas()) {
+    if (isa == Isa::Scalar || !packed_gemm(t, isa)) continue;
     force_isa(isa);
     for (int64_t nt : {1, 7, 130}) {
       const auto x = random_floats(size_t(nt * cols), rng);

@@ -34,7 +34,19 @@ bool amx_usable() {
 #endif
 }
 
-Isa detect() {
+// AVX-VNNI: CPUID.(EAX=7, ECX=1):EAX bit 4 (its ymm state is AVX2's, checked with it).
+bool avx_vnni_cpuid() {
+#if defined(__x86_64__) && defined(__linux__)
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1);
+#else
+  return false;
+#endif
+}
+
+// Bit i set: the CPU (and OS) runs the kernels of Isa(i).
+unsigned detect() {
+  unsigned m = 1u << int(Isa::Scalar);
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   // __builtin_cpu_supports also checks that the OS saves the wider registers (XCR0).
@@ -43,22 +55,34 @@ Isa detect() {
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512vnni");
-  if (avx512 && amx_usable()) return Isa::Amx;
-  if (avx512) return Isa::Avx512;
-  if (avx2) return Isa::Avx2;
+  if (avx2) m |= 1u << int(Isa::Avx2);
+  if (avx2 && avx_vnni_cpuid()) m |= 1u << int(Isa::AvxVnni);
+  if (avx512) m |= 1u << int(Isa::Avx512);
+  if (avx512 && amx_usable()) m |= 1u << int(Isa::Amx);
 #endif
+  return m;
+}
+
+unsigned supported_mask() {
+  static const unsigned m = detect();
+  return m;
+}
+
+// The best supported level at or below `want`.
+Isa best_at_or_below(int want) {
+  for (; want > 0; --want)
+    if (isa_supported(static_cast<Isa>(want))) return static_cast<Isa>(want);
   return Isa::Scalar;
 }
 
-// MINFER_ISA=scalar|avx2|avx512|amx caps the path (to compare paths without rebuilding); values
-// above what the CPU supports, or unknown ones, are ignored.
+// MINFER_ISA=scalar|avx2|avxvnni|avx512|amx caps the path (to compare paths without
+// rebuilding); unknown values are ignored.
 int isa_from_env() {
   const char* e = std::getenv("MINFER_ISA");
   if (!e) return -1;
   const std::string_view v(e);
-  int want = v == "scalar" ? 0 : v == "avx2" ? 1 : v == "avx512" ? 2 : v == "amx" ? 3 : -1;
-  if (want > static_cast<int>(detected_isa())) want = static_cast<int>(detected_isa());
-  return want;
+  const int want = v == "scalar" ? 0 : v == "avx2" ? 1 : v == "avxvnni" ? 2 : v == "avx512" ? 3 : v == "amx" ? 4 : -1;
+  return want < 0 ? -1 : static_cast<int>(best_at_or_below(want));
 }
 
 std::atomic<int> g_active{-2};  // -2: not read from the environment yet
@@ -69,15 +93,22 @@ const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::Scalar: return "scalar";
     case Isa::Avx2: return "avx2";
+    case Isa::AvxVnni: return "avx-vnni";
     case Isa::Avx512: return "avx512-vnni";
     case Isa::Amx: return "amx";
   }
   return "?";
 }
 
-Isa detected_isa() {
-  static const Isa isa = detect();
-  return isa;
+Isa detected_isa() { return best_at_or_below(kIsaCount - 1); }
+
+bool isa_supported(Isa isa) { return (supported_mask() >> int(isa)) & 1u; }
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> v;
+  for (int i = 0; i < kIsaCount; ++i)
+    if (isa_supported(static_cast<Isa>(i))) v.push_back(static_cast<Isa>(i));
+  return v;
 }
 
 Isa active_isa() {
@@ -91,7 +122,7 @@ Isa active_isa() {
 }
 
 void force_isa(Isa isa) {
-  if (static_cast<int>(isa) > static_cast<int>(detected_isa()))
+  if (!isa_supported(isa))
     fail("cpu: this CPU cannot run the {} kernels (best available: {})", isa_name(isa),
          isa_name(detected_isa()));
   g_active.store(static_cast<int>(isa), std::memory_order_relaxed);

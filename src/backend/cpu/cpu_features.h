@@ -3,23 +3,38 @@
 // here at run time. Tests and benchmarks force a path to compare it with the scalar one.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace minfer::cpu {
 
+// Ordered by speed, which is not always by inclusion: AvxVnni's 256-bit VEX vpdpbusd is on
+// Alder Lake and later client CPUs, Sapphire Rapids and Zen 5, but not on Ice Lake, Cascade
+// Lake or Zen 4, which have Avx512. A kernel table indexed "isa >= X" is right for every level
+// but AvxVnni, whose kernels are chosen only for isa == AvxVnni (isa_supported() says which
+// levels a CPU can run).
 enum class Isa : uint8_t {
-  Scalar = 0,  // plain C++, the reference every other path is tested against
-  Avx2 = 1,    // AVX2 + FMA + F16C
-  Avx512 = 2,  // AVX-512 F/BW/VL + VNNI (on top of Avx2)
-  Amx = 3,     // AMX-INT8 tiles for prefill matmuls (on top of Avx512), when the OS allows them
+  Scalar = 0,   // plain C++, the reference every other path is tested against
+  Avx2 = 1,     // AVX2 + FMA + F16C
+  AvxVnni = 2,  // Avx2 + AVX-VNNI: the packed matmul kernels use 256-bit vpdpbusd
+  Avx512 = 3,   // AVX-512 F/BW/VL + VNNI (on top of Avx2)
+  Amx = 4,      // AMX-INT8 tiles for prefill matmuls (on top of Avx512), when the OS allows them
 };
+constexpr int kIsaCount = 5;
 
 const char* isa_name(Isa isa);
 
 // The best path this CPU (and OS) supports.
 Isa detected_isa();
 
+// Whether this CPU (and OS) can run the kernels of `isa`.
+bool isa_supported(Isa isa);
+
+// Every level this CPU runs, Scalar first (what tests and benchmarks iterate over).
+std::vector<Isa> supported_isas();
+
 // The path kernels use now: detected_isa(), capped by the environment variable
-// MINFER_ISA=scalar|avx2|avx512|amx when set, unless force_isa() chose another.
+// MINFER_ISA=scalar|avx2|avxvnni|avx512|amx when set (to the best supported level at or below
+// it), unless force_isa() chose another.
 Isa active_isa();
 
 // Makes the kernels use `isa`; Error when the CPU cannot run it. Not thread-safe with

@@ -115,7 +115,8 @@ void swiglu_any(const float* gate, const float* up, float* out, int64_t n) {
 
 const OpsKernels& ops_kernels(Isa isa) {
   static const Tables t;
-  return t.isa[std::min(int(isa), 2)];
+  // AvxVnni adds only matmul kernels: its element-wise ones are AVX2's.
+  return t.isa[isa >= Isa::Avx512 ? 2 : isa >= Isa::Avx2 ? 1 : 0];
 }
 
 void rms_norm(const float* x, const float* weight, int64_t nt, int64_t d, float eps, float* out) {

@@ -145,6 +145,8 @@ PackedGemmFn packed_gemm(GgmlType wtype, Isa isa) {
     if (const PackedGemmFn f = packed_gemm_amx(wtype)) return f;
   if (isa >= Isa::Avx512)
     if (const PackedGemmFn f = packed_gemm_avx512(wtype)) return f;
+  if (isa == Isa::AvxVnni)  // not above: Avx512 does not imply AVX-VNNI (cpu_features.h)
+    if (const PackedGemmFn f = packed_gemm_avxvnni(wtype)) return f;
   if (isa >= Isa::Avx2) return packed_gemm_avx2(wtype);
   return nullptr;
 }

@@ -1,0 +1,303 @@
+// The packed kernels (repack.h's x16 layouts) on 256-bit vectors, for CPUs without AVX-512:
+// included by packed_avx2.cpp (AVX2) and packed_avxvnni.cpp (AVX2 + AVX-VNNI), each under its
+// own target options with MINFER_PACKED_VNNI 0 or 1, so each defines its own copy (anonymous
+// namespace). Each 64-byte chunk (4 columns x 16 rows) is two ymm of 8 rows.
+//
+// AVX-VNNI: a chunk times the token's 4 broadcast quants is one vpdpbusd, as on AVX-512 (Q8_0's
+// quants go in as stored, w + 128, with the offset correction).
+// AVX2: without vpdpbusd, it is maddubs + madd with ones, which gives the same int32 per row as
+// long as maddubs' int16 pair sums cannot saturate: the quants of Q4_0, Q5_0 and the K-quants
+// (at most 63 x 127 x 2) go in unsigned as stored; Q8_0's w + 128 would not fit, so its quants
+// are turned back into signed bytes and multiplied in sign form (|w| times x with w's sign, at
+// most 128 x 127 x 2), which sums w * x directly, without the offset correction.
+// Either way the integer sums are exact and the float steps are the scalar kernel's
+// (packed_gemm.h): results are bit-identical to it.
+#pragma once
+#include <immintrin.h>
+
+#include "backend/cpu/packed_gemm.h"
+#include "backend/cpu/repack.h"
+#include "quant/blocks.h"
+
+#ifndef MINFER_PACKED_VNNI
+#error "define MINFER_PACKED_VNNI (0 or 1) before including packed_256.h"
+#endif
+
+namespace minfer::cpu {
+namespace {
+
+constexpr bool kVnni = MINFER_PACKED_VNNI;
+
+inline int32_t load_i32(const uint8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+
+// Per type: the quant bytes of a group block, the 8 chunks of half h (rows 8h..8h+7) as bytes
+// ready for maddubs' unsigned operand (Q8_0: signed; see dot_block()), and how many chunks' maddubs
+// results may be summed in int16 before one madd widens them (kGroup x 2 x max|w| x 127 must
+// stay below 2^15): the multiply ports do one madd per group instead of one per chunk.
+struct AQ8 {
+  static constexpr GgmlType kType = GgmlType::Q8_0;
+  static constexpr size_t kBytes = 512;
+  static constexpr bool kSigned = !kVnni;  // vpdpbusd takes w + 128 as stored, as on AVX-512
+  static constexpr int kGroup = 1;
+  static void load(const uint8_t* q, int h, __m256i* w) {
+    const __m256i k = _mm256_set1_epi8(char(0x80));
+    for (int c = 0; c < 8; ++c) {
+      w[c] = _mm256_load_si256((const __m256i*)(q + 64 * c + 32 * h));
+      if constexpr (kSigned) w[c] = _mm256_xor_si256(w[c], k);
+    }
+  }
+};
+struct AQ4 {
+  static constexpr GgmlType kType = GgmlType::Q4_0;
+  static constexpr size_t kBytes = 256;
+  static constexpr bool kSigned = false;
+  static constexpr int kGroup = 8;
+  static void load(const uint8_t* q, int h, __m256i* w) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_load_si256((const __m256i*)(q + 64 * c + 32 * h));
+      w[c] = _mm256_and_si256(v, m4);
+      w[c + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    }
+  }
+};
+// 0x10 in byte lane b where bit b of the 32-bit mask at p is set (a half of a 64-bit fifth-bit
+// mask): broadcast, spread byte b / 8 to lane b, test bit b % 8.
+inline __m256i fifth_bits(const uint8_t* p) {
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
+                                          2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bits = _mm256_set1_epi64x(int64_t(0x8040201008040201ULL));
+  const __m256i m = _mm256_shuffle_epi8(_mm256_set1_epi32(load_i32(p)), spread);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(m, bits), bits), _mm256_set1_epi8(0x10));
+}
+
+struct AQ5 {
+  static constexpr GgmlType kType = GgmlType::Q5_0;
+  static constexpr size_t kBytes = 320;
+  static constexpr bool kSigned = false;
+  static constexpr int kGroup = 4;
+  static void load(const uint8_t* q, int h, __m256i* w) {
+    AQ4::load(q, h, w);
+    for (int c = 0; c < 8; ++c) w[c] = _mm256_or_si256(w[c], fifth_bits(q + 256 + 8 * c + 4 * h));
+  }
+};
+
+// vpdpbusd's sums for 8 rows over the 8 chunks of a block: s + per row the dot of the block's
+// 32 columns with the token's quants xb.
+template <class P>
+inline __m256i dot_block(__m256i s, const __m256i* w, const uint8_t* xb) {
+#if MINFER_PACKED_VNNI
+  __m256i s1 = _mm256_setzero_si256();  // two dependency chains
+  for (int k = 0; k < 8; k += 2) {
+    s = _mm256_dpbusd_avx_epi32(s, w[k], _mm256_set1_epi32(load_i32(xb + 4 * k)));
+    s1 = _mm256_dpbusd_avx_epi32(s1, w[k + 1], _mm256_set1_epi32(load_i32(xb + 4 * k + 4)));
+  }
+  s = _mm256_add_epi32(s, s1);
+#else
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int k0 = 0; k0 < 8; k0 += P::kGroup) {
+    __m256i p;
+    for (int k = k0; k < k0 + P::kGroup; ++k) {
+      const __m256i x4 = _mm256_set1_epi32(load_i32(xb + 4 * k));
+      const __m256i q = P::kSigned ? _mm256_maddubs_epi16(_mm256_abs_epi8(w[k]), _mm256_sign_epi8(x4, w[k]))
+                                   : _mm256_maddubs_epi16(w[k], x4);
+      p = k == k0 ? q : _mm256_add_epi16(p, q);
+    }
+    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
+  }
+#endif
+  return s;
+}
+
+// T tokens (from t0) x half h of one group.
+template <class P, int T>
+inline void avx2_tile(const uint8_t* grp, int64_t nb, int h, const PackedAct& x, int64_t t0, float* y,
+                      int64_t ldy) {
+  constexpr size_t qb = P::kBytes;
+  const uint8_t* sc = grp + size_t(nb) * qb;
+  __m256 acc[T];
+  const uint8_t* xr[T];
+  for (int t = 0; t < T; ++t) {
+    acc[t] = _mm256_setzero_ps();
+    xr[t] = x.q + size_t(t0 + t) * x.stride + 2;
+  }
+  const float* xd = x.d + t0 * nb;
+  const int32_t* xc = x.c + t0 * nb;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* q = grp + size_t(b) * qb;
+    if (T == 1 && h == 0)  // the second half's pass finds the group in L1/L2
+      for (size_t l = 0; l < qb; l += 64) _mm_prefetch((const char*)(q + kPackedPrefetch + l), _MM_HINT_T2);
+    __m256i w[8];
+    P::load(q, h, w);
+    const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 32 * b + 16 * h)));
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = xr[t] + 34 * b;
+      const __m256i s = dot_block<P>(P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(xc[t * nb + b]), w, xb);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xd[t * nb + b])), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (t0 + t) * ldy + 8 * h, acc[t]);
+}
+
+// Every group of the call, both halves, its tokens in tiles of W then singly: f(Width<w>, group,
+// half, first token, the group's outputs).
+template <int N>
+struct Width {
+  static constexpr int value = N;
+};
+template <int W, class F>
+inline void each_half_tile(const uint8_t* wp, int64_t n_groups, size_t gb, int64_t nt, float* y, F&& f) {
+  for (int64_t g = 0; g < n_groups; ++g)
+    for (int h = 0; h < 2; ++h) {
+      int64_t t0 = 0;
+      for (; t0 + W <= nt; t0 += W) f(Width<W>{}, wp + size_t(g) * gb, h, t0, y + 16 * g);
+      for (; t0 < nt; ++t0) f(Width<1>{}, wp + size_t(g) * gb, h, t0, y + 16 * g);
+    }
+}
+
+template <class P>
+void gemm_256(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const PackedAct& x,
+               int64_t nt, float* y, int64_t ldy) {
+  each_half_tile<4>(wp, n_groups, packed_group_bytes(P::kType, nb * 32), nt, y,
+                    [&](auto w, const uint8_t* grp, int h, int64_t t0, float* yg) {
+                      avx2_tile<P, decltype(w)::value>(grp, nb, h, x, t0, yg, ldy);
+                    });
+}
+
+// ---- K-quants: the same halves of repack.h's K layout, integer sums per super-block, then the
+// scalar kernels' float steps (as the AVX-512 kp_gemv). Their quants are at most 63: unsigned
+// maddubs never saturates.
+
+template <GgmlType T>
+struct AK {
+  static constexpr int kGroup = T == GgmlType::Q6_K ? 2 : 4;  // as the _0 types' kGroup
+  static constexpr size_t kBlock = packed_kq_block_bytes(T);
+  static constexpr size_t kPar = packed_kq_scales(T);
+};
+
+// Chunk c of sub-block j, half h: columns 4c..4c+3 (lo) and 16+4c..16+4c+3 (hi), 8 rows.
+template <GgmlType T>
+inline void ak_chunk(const uint8_t* o, int j, int c, int h, __m256i* lo, __m256i* hi) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i v = _mm256_load_si256((const __m256i*)(o + 256 * j + 64 * c + 32 * h));
+  *lo = _mm256_and_si256(v, m4);
+  *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+  if constexpr (T == GgmlType::Q5_K) {
+    *lo = _mm256_or_si256(*lo, fifth_bits(o + kKqExtra + 64 * j + 16 * c + 4 * h));
+    *hi = _mm256_or_si256(*hi, fifth_bits(o + kKqExtra + 64 * j + 16 * c + 8 + 4 * h));
+  }
+  if constexpr (T == GgmlType::Q6_K) {
+    const __m256i hv = _mm256_load_si256((const __m256i*)(o + kKqExtra + 128 * j + 64 * (c / 2) + 32 * h));
+    const __m256i m = _mm256_set1_epi8(0x30);
+    const __m256i a = c % 2 == 0 ? _mm256_slli_epi16(hv, 4) : hv;
+    const __m256i b = c % 2 == 0 ? _mm256_slli_epi16(hv, 2) : _mm256_srli_epi16(hv, 2);
+    *lo = _mm256_or_si256(*lo, _mm256_and_si256(a, m));
+    *hi = _mm256_or_si256(*hi, _mm256_and_si256(b, m));
+  }
+}
+
+template <GgmlType T, int NT>
+inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, int64_t t0, float* y,
+                    int64_t ldy) {
+  using P = AK<T>;
+  constexpr bool q6 = T == GgmlType::Q6_K;
+  [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* o = grp + size_t(b) * P::kBlock;
+    if (NT == 1 && h == 0)
+      for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kPackedPrefetch + l), _MM_HINT_T2);
+    const uint8_t* par = o + P::kPar;
+    const quant::block_q8_K* xb[NT];
+    const Q8KSums* ks[NT];
+    for (int t = 0; t < NT; ++t) {
+      xb[t] = reinterpret_cast<const quant::block_q8_K*>(x.q + size_t(t0 + t) * x.stride) + b;
+      ks[t] = x.ks + (t0 + t) * nsb + b;
+    }
+    __m256i isum[NT];
+    for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      __m256i s0[NT], s1[NT];
+      for (int t = 0; t < NT; ++t) {
+        s0[t] = q6 ? _mm256_set1_epi32(-32 * ks[t]->bsum[2 * j]) : _mm256_setzero_si256();
+        s1[t] = q6 ? _mm256_set1_epi32(-32 * ks[t]->bsum[2 * j + 1]) : _mm256_setzero_si256();
+      }
+      [[maybe_unused]] __m256i p0[NT], p1[NT];  // AVX2: maddubs sums of up to kGroup chunks
+      for (int c = 0; c < 4; ++c) {
+        __m256i lo, hi;
+        ak_chunk<T>(o, j, c, h, &lo, &hi);
+        for (int t = 0; t < NT; ++t) {
+          const uint8_t* xq = reinterpret_cast<const uint8_t*>(xb[t]->qs) + 32 * j + 4 * c;
+#if MINFER_PACKED_VNNI
+          s0[t] = _mm256_dpbusd_avx_epi32(s0[t], lo, _mm256_set1_epi32(load_i32(xq)));
+          s1[t] = _mm256_dpbusd_avx_epi32(s1[t], hi, _mm256_set1_epi32(load_i32(xq + 16)));
+#else
+          const __m256i q0 = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(xq)));
+          const __m256i q1 = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(xq + 16)));
+          p0[t] = c % P::kGroup == 0 ? q0 : _mm256_add_epi16(p0[t], q0);
+          p1[t] = c % P::kGroup == 0 ? q1 : _mm256_add_epi16(p1[t], q1);
+          if (c % P::kGroup == P::kGroup - 1) {
+            s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(p0[t], ones));
+            s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(p1[t], ones));
+          }
+#endif
+        }
+      }
+      if constexpr (q6) {
+        const __m256i c0 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 8 * h)));
+        const __m256i c1 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 16 + 8 * h)));
+        for (int t = 0; t < NT; ++t)
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_mullo_epi32(s0[t], c0), _mm256_mullo_epi32(s1[t], c1)));
+      } else {
+        const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
+        for (int t = 0; t < NT; ++t)
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_add_epi32(s0[t], s1[t]), sc));
+      }
+    }
+    const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqD + 16 * h)));
+    for (int t = 0; t < NT; ++t) {
+      const __m256 xd = _mm256_set1_ps(ks[t]->d);
+      __m256 term = _mm256_mul_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[t]));
+      if constexpr (!q6) {
+        __m256i msum = _mm256_setzero_si256();
+        for (int q = 0; q < 4; ++q) {
+          const int32_t* pr = ks[t]->pair + 2 * q;
+          const __m256i pp = _mm256_set1_epi32(int32_t((uint32_t(pr[0]) & 0xFFFF) | (uint32_t(pr[1]) << 16)));
+          const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + kKqMins + 32 * q + 16 * h)));
+          msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pp));
+        }
+        const __m256 dm = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqDmin + 16 * h)));
+        term = _mm256_sub_ps(term, _mm256_mul_ps(_mm256_mul_ps(dm, xd), _mm256_cvtepi32_ps(msum)));
+      }
+      acc[t] = _mm256_add_ps(acc[t], term);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + (t0 + t) * ldy + 8 * h, acc[t]);
+}
+
+template <GgmlType T>
+void ak_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const PackedAct& x,
+             int64_t nt, float* y, int64_t ldy) {
+  each_half_tile<2>(wp, n_groups, packed_group_bytes(T, nsb * 256), nt, y,
+                    [&](auto w, const uint8_t* grp, int h, int64_t t0, float* yg) {
+                      ak_tile<T, decltype(w)::value>(grp, nsb, h, x, t0, yg, ldy);
+                    });
+}
+
+PackedGemmFn packed_gemm_256(GgmlType t) {
+  if (t == GgmlType::Q8_0) return &gemm_256<AQ8>;
+  if (t == GgmlType::Q4_0) return &gemm_256<AQ4>;
+  if (t == GgmlType::Q5_0) return &gemm_256<AQ5>;
+  if (t == GgmlType::Q4_K) return &ak_gemm<GgmlType::Q4_K>;
+  if (t == GgmlType::Q5_K) return &ak_gemm<GgmlType::Q5_K>;
+  if (t == GgmlType::Q6_K) return &ak_gemm<GgmlType::Q6_K>;
+  return nullptr;
+}
+
+}  // namespace
+}  // namespace minfer::cpu

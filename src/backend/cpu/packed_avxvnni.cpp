@@ -1,0 +1,23 @@
+// The packed kernels for CPUs with AVX2 and AVX-VNNI (256-bit vpdpbusd): see packed_256.h.
+#include "backend/cpu/packed_gemm.h"
+
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avxvnni")
+#pragma GCC optimize("fp-contract=off")
+#define MINFER_PACKED_VNNI 1
+#include "backend/cpu/packed_256.h"
+
+namespace minfer::cpu {
+PackedGemmFn packed_gemm_avxvnni(GgmlType t) { return packed_gemm_256(t); }
+}  // namespace minfer::cpu
+
+#pragma GCC pop_options
+
+#else  // not x86-64
+
+namespace minfer::cpu {
+PackedGemmFn packed_gemm_avxvnni(GgmlType) { return nullptr; }
+}  // namespace minfer::cpu
+
+#endif
