@@ -218,6 +218,10 @@ struct AK {
   static constexpr int kGroup = T == GgmlType::Q6_K ? 2 : 4;  // as the _0 types' kGroup
   static constexpr size_t kBlock = packed_kq_block_bytes(T);
   static constexpr size_t kPar = packed_kq_scales(T);
+  // Prefill decodes the super-blocks once per call (ak_decode), except Q4_K's nibbles on
+  // AVX-VNNI, measured no faster that way (one core, 3072 x 1024 x 128, GOP/s: Q5_K VNNI 139 ->
+  // 220, Q6_K VNNI 143 -> 182, AVX2 92 -> 126, Q4_K AVX2 127 -> 147, Q4_K VNNI 192 -> 199).
+  static constexpr bool kDecode = T != GgmlType::Q4_K || !kVnni;
 };
 
 // Chunk c of sub-block j, half h: columns 4c..4c+3 (lo) and 16+4c..16+4c+3 (hi), 8 rows.
@@ -242,8 +246,8 @@ inline void ak_chunk(const uint8_t* o, int j, int c, int h, __m256i* lo, __m256i
 }
 
 template <GgmlType T, int NT>
-inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, int64_t t0, float* y,
-                    int64_t ldy) {
+inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int h, const PackedAct& x,
+                    int64_t t0, float* y, int64_t ldy) {
   using P = AK<T>;
   constexpr bool q6 = T == GgmlType::Q6_K;
   [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);
@@ -271,7 +275,13 @@ inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, 
       [[maybe_unused]] __m256i p0[NT], p1[NT];  // AVX2: maddubs sums of up to kGroup chunks
       for (int c = 0; c < 4; ++c) {
         __m256i lo, hi;
-        ak_chunk<T>(o, j, c, h, &lo, &hi);
+        if (decoded) {
+          const uint8_t* dc = decoded + 4096 * b + 512 * j + 128 * c + 32 * h;
+          lo = _mm256_load_si256((const __m256i*)dc);
+          hi = _mm256_load_si256((const __m256i*)(dc + 64));
+        } else {
+          ak_chunk<T>(o, j, c, h, &lo, &hi);
+        }
         for (int t = 0; t < NT; ++t) {
           const uint8_t* xq = reinterpret_cast<const uint8_t*>(xb[t]->qs) + 32 * j + 4 * c;
 #if MINFER_PACKED_VNNI
@@ -321,16 +331,40 @@ inline void ak_tile(const uint8_t* grp, int64_t nsb, int h, const PackedAct& x, 
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + (t0 + t) * ldy + 8 * h, acc[t]);
 }
 
+// A group's super-blocks as ak_chunk() returns them: lo and hi of chunk c of sub-block j, half
+// h, at 4096 b + 512 j + 128 c + 64 (hi) + 32 h.
+template <GgmlType T>
+void ak_decode(const uint8_t* grp, int64_t nsb, uint8_t* out) {
+  for (int64_t b = 0; b < nsb; ++b)
+    for (int j = 0; j < 8; ++j)
+      for (int c = 0; c < 4; ++c)
+        for (int h = 0; h < 2; ++h) {
+          __m256i lo, hi;
+          ak_chunk<T>(grp + size_t(b) * AK<T>::kBlock, j, c, h, &lo, &hi);
+          uint8_t* dc = out + 4096 * b + 512 * j + 128 * c + 32 * h;
+          _mm256_store_si256((__m256i*)dc, lo);
+          _mm256_store_si256((__m256i*)(dc + 64), hi);
+        }
+}
+
 // Tokens per tile: with vpdpbusd a chunk's decode is the larger cost, shared by more tokens (one
 // core, 3072 x 1024 x 128, AVX-VNNI 2 -> 4 tokens: Q4_K 176 -> 201 GOP/s, Q6_K 125 -> 143);
-// AVX2's maddubs sums need the registers.
+// AVX2's maddubs sums need the registers. From kDecodeOnceTokens tokens the super-blocks are
+// decoded once per group (ak_decode).
 template <GgmlType T>
 void ak_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const PackedAct& x,
              int64_t nt, float* y, int64_t ldy) {
-  each_half_tile<kVnni ? 4 : 2>(wp, n_groups, packed_group_bytes(T, nsb * 256), nt, y,
-                                [&](auto w, const uint8_t* grp, int h, int64_t t0, float* yg) {
-                                  ak_tile<T, decltype(w)::value>(grp, nsb, h, x, t0, yg, ldy);
-                                });
+  const size_t gb = packed_group_bytes(T, nsb * 256);
+  uint8_t* pan = nullptr;
+  if (AK<T>::kDecode && nt >= kDecodeOnceTokens) pan = thread_scratch(ScratchSlot::PackedPanel, size_t(nsb) * 4096);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const uint8_t* grp = wp + size_t(g) * gb;
+    if (pan) ak_decode<T>(grp, nsb, pan);
+    each_half_tile<kVnni ? 4 : 2>(grp, 1, 0, nt, y + 16 * g,
+                                  [&](auto w, const uint8_t*, int h, int64_t t0, float* yg) {
+                                    ak_tile<T, decltype(w)::value>(grp, pan, nsb, h, x, t0, yg, ldy);
+                                  });
+  }
 }
 
 PackedGemmFn packed_gemm_256(GgmlType t) {
