@@ -100,7 +100,10 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
-Isa detected_isa() { return best_at_or_below(kIsaCount - 1); }
+Isa detected_isa() {
+  static const Isa isa = best_at_or_below(kIsaCount - 1);
+  return isa;
+}
 
 bool isa_supported(Isa isa) { return (supported_mask() >> int(isa)) & 1u; }
 
