@@ -80,9 +80,10 @@ Isa best_at_or_below(int want) {
 int isa_from_env() {
   const char* e = std::getenv("MINFER_ISA");
   if (!e) return -1;
-  const std::string_view v(e);
-  const int want = v == "scalar" ? 0 : v == "avx2" ? 1 : v == "avxvnni" ? 2 : v == "avx512" ? 3 : v == "amx" ? 4 : -1;
-  return want < 0 ? -1 : static_cast<int>(best_at_or_below(want));
+  constexpr std::string_view kNames[kIsaCount] = {"scalar", "avx2", "avxvnni", "avx512", "amx"};
+  for (int i = 0; i < kIsaCount; ++i)
+    if (e == kNames[i]) return static_cast<int>(best_at_or_below(i));
+  return -1;
 }
 
 std::atomic<int> g_active{-2};  // -2: not read from the environment yet

@@ -356,7 +356,8 @@ void ak_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
              int64_t nt, float* y, int64_t ldy) {
   const size_t gb = packed_group_bytes(T, nsb * 256);
   uint8_t* pan = nullptr;
-  if (AK<T>::kDecode && nt >= kDecodeOnceTokens) pan = thread_scratch(ScratchSlot::PackedPanel, size_t(nsb) * 4096);
+  if (AK<T>::kDecode && nt >= kDecodeOnceTokens)
+    pan = thread_scratch(ScratchSlot::PackedPanel, size_t(nsb) * 4096);
   for (int64_t g = 0; g < n_groups; ++g) {
     const uint8_t* grp = wp + size_t(g) * gb;
     if (pan) ak_decode<T>(grp, nsb, pan);

@@ -79,9 +79,7 @@ struct Decoded {
   static constexpr GgmlType kType = P::kType;
   static constexpr size_t kBytes = 512;
   static constexpr int kOffset = P::kOffset;
-  static void load(const uint8_t* q, __m512i* w) {
-    for (int k = 0; k < 8; ++k) w[k] = _mm512_load_si512(q + 64 * k);
-  }
+  static void load(const uint8_t* q, __m512i* w) { PQ8::load(q, w); }
   static void decode(const uint8_t* grp, int64_t nb, uint8_t* out) {
     for (int64_t b = 0; b < nb; ++b) {
       __m512i w[8];
@@ -142,7 +140,8 @@ template <class P>
 void gemm_vnni(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const PackedAct& x,
                int64_t nt, float* y, int64_t ldy) {
   const size_t gb = packed_group_bytes(P::kType, nb * 32);
-  uint8_t* pan = P::kDecode && nt >= kDecodeOnceTokens ? thread_scratch(ScratchSlot::PackedPanel, size_t(nb) * 512) : nullptr;
+  uint8_t* pan = nullptr;
+  if (P::kDecode && nt >= kDecodeOnceTokens) pan = thread_scratch(ScratchSlot::PackedPanel, size_t(nb) * 512);
   for (int64_t g = 0; g < n_groups; ++g) {
     const uint8_t* grp = wp + size_t(g) * gb;
     const uint8_t* sc = grp + size_t(nb) * P::kBytes;
