@@ -10,6 +10,7 @@
 
 #include "backend/cpu/act_quant.h"
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernel_info.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed_gemm.h"
 #include "backend/cpu/repack.h"
@@ -184,6 +185,21 @@ TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
     }
   }
   if (tested == 0) GTEST_SKIP() << "no packed SIMD kernel for " << type_name(t) << " on this CPU";
+}
+
+// AVX-VNNI is not implied by AVX-512 (Ice Lake, Zen 4 have one without the other): the Avx512
+// and Amx levels must never dispatch to the AVX-VNNI kernels, whatever this CPU has (packed_gemm
+// only picks pointers, so this runs anywhere).
+TEST_P(PackedTest, AvxVnniKernelsOnlyAtTheirOwnLevel) {
+  const GgmlType t = GetParam();
+  const PackedGemmFn vnni = packed_gemm_avxvnni(t);
+  if (!vnni) GTEST_SKIP() << "no AVX-VNNI kernel for " << type_name(t) << " in this build";
+  EXPECT_EQ(packed_gemm(t, Isa::AvxVnni), vnni);
+  EXPECT_EQ(matmul_isa(t, Isa::AvxVnni), Isa::AvxVnni);
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Amx}) {
+    EXPECT_NE(packed_gemm(t, isa), vnni) << isa_name(isa);
+    EXPECT_NE(matmul_isa(t, isa), Isa::AvxVnni) << isa_name(isa);
+  }
 }
 
 // matmul() with the packed copy against matmul() on the GGUF layout (the dot_tile kernels,
