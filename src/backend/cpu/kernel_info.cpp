@@ -17,11 +17,9 @@ bool repack_enabled() {
 
 // Mirrors matmul()'s choice: packed kernels first, then dot_tile()'s fallback order.
 Isa matmul_isa(GgmlType wtype, Isa isa) {
-  if (isa >= Isa::Amx && packed_gemm_amx(wtype) && repack_enabled()) return Isa::Amx;
+  if (repack_enabled())
+    if (const Isa p = packed_gemm_isa(wtype, isa); p != Isa::Scalar) return p;
   if (isa >= Isa::Amx && dot_tile_avx512(wtype) && dot_tile_avx512_uses_amx(wtype)) return Isa::Amx;
-  if (isa >= Isa::Avx512 && packed_gemm_avx512(wtype) && repack_enabled()) return Isa::Avx512;
-  if (isa == Isa::AvxVnni && packed_gemm_avxvnni(wtype) && repack_enabled()) return Isa::AvxVnni;
-  if (isa >= Isa::Avx2 && packed_gemm_avx2(wtype) && repack_enabled()) return Isa::Avx2;
   if (isa >= Isa::Avx512 && dot_tile_avx512(wtype)) return Isa::Avx512;
   if (isa >= Isa::Avx2 && dot_tile_avx2(wtype)) return Isa::Avx2;
   return Isa::Scalar;

@@ -38,10 +38,9 @@ constexpr int64_t kPrefillGroups = 2;
 // Several packed matrices of one row length and activation format times the same activations:
 // quantized once, and all their work items in one parallel_for (one wake-up and one barrier for
 // the three projections of a decode step's attention, or its FFN's gate and up).
-void matmul_packed(const MatmulJob* jobs, int n_jobs, const float* x, int64_t nt) {
+// f: the jobs' kernels (packed_together).
+void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, const float* x, int64_t nt) {
   const WeightView& w0 = jobs[0].w;
-  PackedGemmFn f[kMaxJobs];
-  for (int j = 0; j < n_jobs; ++j) f[j] = packed_gemm(jobs[j].w.type, active_isa());
   const GgmlType at = packed_act_type(w0.type);
   const bool sums = at == GgmlType::Q8_0;  // the K-quant kernels read Q8_K's own d and bsums
   const int64_t cols = w0.cols, nb = cols / packed_block_cols(w0.type);
@@ -111,17 +110,16 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const float* x, int64_t nt
   }
 }
 
-// Whether the jobs can run as one matmul_packed: all packed with a kernel, one row length, and
-// one activation format: one type, or K-quants only (Q8_K rows whatever the type; the _0 types'
-// offset corrections differ per type).
-bool packed_together(const MatmulJob* jobs, int n) {
+// Whether the jobs can run as one matmul_packed: all packed with a kernel (into f), one row
+// length, and one activation format: one type, or K-quants only (Q8_K rows whatever the type;
+// the _0 types' offset corrections differ per type).
+bool packed_together(const MatmulJob* jobs, int n, PackedGemmFn* f) {
   const WeightView& w0 = jobs[0].w;
   for (int j = 0; j < n; ++j) {
     const WeightView& w = jobs[j].w;
-    if (!w.packed || !packable(w.type, w.rows, w.cols) || w.cols != w0.cols ||
-        !packed_gemm(w.type, active_isa()))
-      return false;
+    if (!w.packed || !packable(w.type, w.rows, w.cols) || w.cols != w0.cols) return false;
     if (w.type != w0.type && !(packed_kquant(w.type) && packed_kquant(w0.type))) return false;
+    if (!(f[j] = packed_gemm(w.type, active_isa()))) return false;
   }
   return true;
 }
@@ -131,8 +129,9 @@ bool packed_together(const MatmulJob* jobs, int n) {
 void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const float* bias) {
   if (nt <= 0 || w.rows <= 0) return;
   const MatmulJob job{w, bias, y};
-  if (packed_together(&job, 1)) {
-    matmul_packed(&job, 1, x, nt);
+  PackedGemmFn f;
+  if (packed_together(&job, 1, &f)) {
+    matmul_packed(&job, 1, &f, x, nt);
     return;
   }
   const GgmlType vdt = vec_dot_type(w.type);
@@ -174,11 +173,11 @@ void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const flo
 
 void matmul_multi(const MatmulJob* jobs, int n, const float* x, int64_t nt) {
   if (n < 1 || n > kMaxJobs) fail("matmul_multi: {} matrices (1 to {})", n, kMaxJobs);
-  if (nt > 0)
-    if (packed_together(jobs, n)) {
-      matmul_packed(jobs, n, x, nt);
-      return;
-    }
+  PackedGemmFn f[kMaxJobs];
+  if (nt > 0 && packed_together(jobs, n, f)) {
+    matmul_packed(jobs, n, f, x, nt);
+    return;
+  }
   for (int j = 0; j < n; ++j) matmul(jobs[j].w, x, nt, jobs[j].y, jobs[j].bias);
 }
 

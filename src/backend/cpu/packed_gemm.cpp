@@ -140,15 +140,30 @@ void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int
   }
 }
 
-PackedGemmFn packed_gemm(GgmlType wtype, Isa isa) {
-  if (isa >= Isa::Amx)
-    if (const PackedGemmFn f = packed_gemm_amx(wtype)) return f;
-  if (isa >= Isa::Avx512)
-    if (const PackedGemmFn f = packed_gemm_avx512(wtype)) return f;
-  if (isa == Isa::AvxVnni)  // not above: Avx512 does not imply AVX-VNNI (cpu_features.h)
-    if (const PackedGemmFn f = packed_gemm_avxvnni(wtype)) return f;
-  if (isa >= Isa::Avx2) return packed_gemm_avx2(wtype);
+namespace {
+
+PackedGemmFn kernel_of(GgmlType wtype, Isa level) {
+  switch (level) {
+    case Isa::Amx: return packed_gemm_amx(wtype);
+    case Isa::Avx512: return packed_gemm_avx512(wtype);
+    case Isa::AvxVnni: return packed_gemm_avxvnni(wtype);
+    case Isa::Avx2: return packed_gemm_avx2(wtype);
+    case Isa::Scalar: break;
+  }
   return nullptr;
 }
+
+}  // namespace
+
+Isa packed_gemm_isa(GgmlType wtype, Isa isa) {
+  // Fastest first; AvxVnni only at its own level: Avx512 does not imply AVX-VNNI (cpu_features.h).
+  for (Isa level : {Isa::Amx, Isa::Avx512, Isa::AvxVnni, Isa::Avx2}) {
+    if (level == Isa::AvxVnni ? isa != level : isa < level) continue;
+    if (kernel_of(wtype, level)) return level;
+  }
+  return Isa::Scalar;
+}
+
+PackedGemmFn packed_gemm(GgmlType wtype, Isa isa) { return kernel_of(wtype, packed_gemm_isa(wtype, isa)); }
 
 }  // namespace minfer::cpu

@@ -58,8 +58,10 @@ using PackedGemmFn = void (*)(GgmlType wtype, const uint8_t* wp, int64_t n_group
                               const PackedAct& x, int64_t nt, float* y, int64_t ldy);
 
 // The best kernel up to `isa` (Amx: AMX tiles for whole 16-token tiles, AVX-512 VNNI for the
-// rest); nullptr when there is none (scalar, a build without x86 SIMD).
+// rest); nullptr when there is none (scalar, a build without x86 SIMD). packed_gemm_isa: the
+// level whose kernel that is (Scalar when none), which kernel_info reports.
 PackedGemmFn packed_gemm(GgmlType wtype, Isa isa);
+Isa packed_gemm_isa(GgmlType wtype, Isa isa);
 
 // Plain C++ version of the same arithmetic: the tests' reference for the layout.
 void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64_t nb,
