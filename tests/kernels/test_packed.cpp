@@ -42,12 +42,12 @@ Packed make_packed(GgmlType t, int64_t rows, int64_t cols, std::mt19937& rng) {
 }
 
 struct Acts {
-  std::vector<uint8_t> q;
+  std::vector<uint8_t> q, tq;
   std::vector<float> d;
   std::vector<int32_t> c;
   std::vector<Q8KSums> ks;
   size_t stride = 0;
-  PackedAct view() const { return {q.data(), stride, d.data(), c.data(), ks.data()}; }
+  PackedAct view() const { return {q.data(), stride, ks.data(), tq.data(), d.data(), c.data()}; }
 };
 
 Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t cols) {
@@ -65,11 +65,13 @@ Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t col
     }
     return a;
   }
-  a.d.resize(size_t(nt * nb));
-  a.c.resize(size_t(nt * nb));
+  const size_t n_act = size_t(act_tokens_padded(nt) * nb);
+  a.tq.resize(32 * n_act);
+  a.d.resize(n_act);
+  a.c.resize(n_act);
   for (int64_t t = 0; t < nt; ++t) {
     quantize_act(GgmlType::Q8_0, x.data() + t * cols, a.q.data() + size_t(t) * a.stride, cols);
-    packed_act_sums(wt, a.q.data() + size_t(t) * a.stride, nb, a.d.data() + t * nb, a.c.data() + t * nb);
+    packed_act_row(wt, a.q.data() + size_t(t) * a.stride, nb, t, a.tq.data(), a.d.data(), a.c.data());
   }
   return a;
 }
@@ -103,7 +105,7 @@ TEST_P(PackedTest, ScalarKernelMatchesThePlainDotProduct) {
   if (packed_kquant(t)) GTEST_SKIP() << "K-quants: see KQuantScalarKernelMatchesTheDequantizedDot";
   std::mt19937 rng(7);
   for (int64_t cols : {32, 96, 256}) {
-    const int64_t rows = 32, nt = 3, nb = cols / 32;
+    const int64_t rows = 32, nt = 19, nb = cols / 32;  // a whole activation tile and part of one
     Packed k = make_packed(t, rows, cols, rng);
     const auto x = random_floats(size_t(nt * cols), rng);
     const Acts a = make_acts(t, x, nt, cols);
@@ -120,7 +122,9 @@ TEST_P(PackedTest, ScalarKernelMatchesThePlainDotProduct) {
             weight_quant(t, k.w.data() + size_t(r) * k.view.row_bytes, 32 * b + j, &q, &dw);
             isum += long(q) * int8_t(a.q[size_t(tt) * a.stride + 34 * size_t(b) + 2 + size_t(j)]);
           }
-          ref += double(dw) * double(a.d[size_t(tt * nb + b)]) * double(isum);
+          uint16_t hx;  // the activation block's own scale, as quantize_act wrote it
+          std::memcpy(&hx, &a.q[size_t(tt) * a.stride + 34 * size_t(b)], 2);
+          ref += double(dw) * double(fp16_to_fp32(hx)) * double(isum);
         }
         EXPECT_NEAR(y[size_t(tt * rows + r)], ref, 1e-5 * (1.0 + std::fabs(ref)))
             << type_name(t) << " cols " << cols << " token " << tt << " row " << r;

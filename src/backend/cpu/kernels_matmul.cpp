@@ -22,6 +22,7 @@ namespace {
 constexpr int64_t kRowChunk = 32;
 // Tokens per pass over a weight panel: their activations stay in L2 while the panel is reused.
 constexpr int64_t kTokenBlock = 128;
+static_assert(kTokenBlock % kActTile == 0);
 // Below this many multiply-adds a matmul runs on the calling thread: waking the team would
 // cost more than it saves (tiny models' decode steps).
 constexpr int64_t kParallelMacs = int64_t(1) << 16;
@@ -46,8 +47,10 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   const int64_t cols = w0.cols, nb = cols / packed_block_cols(w0.type);
   const size_t xs = row_size(at, cols);
   uint8_t* xq = thread_scratch(ScratchSlot::MatmulActivations, xs * size_t(nt));
-  float* xd = sums ? thread_scratch_array<float>(ScratchSlot::MatmulActScales, size_t(nt * nb)) : nullptr;
-  int32_t* xc = sums ? thread_scratch_array<int32_t>(ScratchSlot::MatmulActSums, size_t(nt * nb)) : nullptr;
+  const size_t n_act = sums ? size_t(act_tokens_padded(nt) * nb) : 0;
+  uint8_t* tq = sums ? thread_scratch(ScratchSlot::MatmulActTiles, 32 * n_act) : nullptr;
+  float* xd = sums ? thread_scratch_array<float>(ScratchSlot::MatmulActScales, n_act) : nullptr;
+  int32_t* xc = sums ? thread_scratch_array<int32_t>(ScratchSlot::MatmulActSums, n_act) : nullptr;
   Q8KSums* ks = sums ? nullptr : thread_scratch_array<Q8KSums>(ScratchSlot::MatmulActScales, size_t(nt * nb));
   int64_t rows = 0;
   for (int j = 0; j < n_jobs; ++j) rows += jobs[j].w.rows;
@@ -56,12 +59,17 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     uint8_t* row = xq + size_t(t) * xs;
     quantize_act(at, x + t * cols, row, cols);
     if (sums)
-      packed_act_sums(w0.type, row, nb, xd + t * nb, xc + t * nb);
+      packed_act_row(w0.type, row, nb, t, tq, xd, xc);
     else
       q8k_sums(row, nb, ks + t * nb);
   };
-  if (par && nt > 1)
-    parallel_for(nt, quantize);
+  // One work item per activation tile: the tokens of a tile share cache lines of tq, d and c.
+  auto quantize_tile = [&](int64_t i, int) {
+    for (int64_t t = i * kActTile; t < std::min(nt, (i + 1) * kActTile); ++t) quantize(t, 0);
+  };
+  const int64_t n_tiles = act_tokens_padded(nt) / kActTile;
+  if (par && n_tiles > 1)
+    parallel_for(n_tiles, quantize_tile);
   else
     for (int64_t t = 0; t < nt; ++t) quantize(t, 0);
 
@@ -82,8 +90,10 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     const int64_t gc = (c - first[j]) / n_tblk, tb = (c - first[j]) % n_tblk;
     const int64_t g0 = gc * per, ng = std::min(per, groups - g0);
     const int64_t t0 = tb * kTokenBlock, ntb = std::min(kTokenBlock, nt - t0);
-    const PackedAct xa{xq + size_t(t0) * xs, xs, sums ? xd + t0 * nb : nullptr,
-                       sums ? xc + t0 * nb : nullptr, sums ? nullptr : ks + t0 * nb};
+    // t0 starts a tile (kTokenBlock is a multiple of kActTile).
+    const size_t a0 = act_index(t0, 0, nb);
+    const PackedAct xa = sums ? PackedAct{nullptr, 0, nullptr, tq + 32 * a0, xd + a0, xc + a0}
+                              : PackedAct{xq + size_t(t0) * xs, xs, ks + t0 * nb};
     float* yc = job.y + t0 * ldy + g0 * kPackRows;
     const size_t gb = packed_group_bytes(job.w.type, cols);
     f[j](job.w.type, job.w.packed + size_t(g0) * gb, ng, nb, xa, ntb, yc, ldy);

@@ -143,14 +143,12 @@ template <class P, int T>
 inline void avx2_tile(const uint8_t* quants, const uint8_t* sc, int64_t nb, int h, const PackedAct& x,
                       int64_t t0, float* y, int64_t ldy) {
   constexpr size_t qb = P::kBytes;
+  static_assert(kActTile % T == 0);  // t0 is a multiple of T: the T tokens share a tile
+  const size_t a0 = act_index(t0, 0, nb);
+  const float* xd = x.d + a0;
+  const int32_t* xc = x.c + a0;
   __m256 acc[T];
-  const uint8_t* xr[T];
-  for (int t = 0; t < T; ++t) {
-    acc[t] = _mm256_setzero_ps();
-    xr[t] = x.q + size_t(t0 + t) * x.stride + 2;
-  }
-  const float* xd = x.d + t0 * nb;
-  const int32_t* xc = x.c + t0 * nb;
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* q = quants + size_t(b) * qb;
     if (T == 1 && h == 0)  // the second half's pass finds the group in L1/L2
@@ -158,10 +156,11 @@ inline void avx2_tile(const uint8_t* quants, const uint8_t* sc, int64_t nb, int 
     __m256i w[8];
     P::load(q, h, w);
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 32 * b + 16 * h)));
+    const uint8_t* xb = x.tq + 32 * (a0 + kActTile * b);
     for (int t = 0; t < T; ++t) {
-      const uint8_t* xb = xr[t] + 34 * b;
-      const __m256i s = dot_block<P>(P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(xc[t * nb + b]), w, xb);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xd[t * nb + b])), acc[t]);
+      const size_t i = kActTile * b + t;
+      const __m256i s = dot_block<P>(P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(xc[i]), w, xb + 32 * t);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xd[i])), acc[t]);
     }
   }
   for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (t0 + t) * ldy + 8 * h, acc[t]);

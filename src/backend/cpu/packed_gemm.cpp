@@ -10,15 +10,16 @@
 namespace minfer::cpu {
 namespace {
 
-void sums_scalar(int offset, const uint8_t* row, int64_t nb, float* d, int32_t* c) {
+void sums_scalar(int offset, const uint8_t* row, int64_t nb, uint8_t* tq, float* d, int32_t* c) {
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = row + 34 * b;
     uint16_t h;
     std::memcpy(&h, blk, 2);
-    d[b] = fp16_to_fp32(h);
+    d[kActTile * b] = fp16_to_fp32(h);
     int32_t s = 0;
     for (int j = 0; j < 32; ++j) s += int8_t(blk[2 + j]);
-    c[b] = -offset * s;
+    c[kActTile * b] = -offset * s;
+    std::memcpy(tq + 32 * kActTile * b, blk + 2, 32);
   }
 }
 
@@ -107,9 +108,11 @@ GgmlType packed_act_type(GgmlType wtype) {
   return packed_kquant(wtype) ? GgmlType::Q8_K : GgmlType::Q8_0;
 }
 
-void packed_act_sums(GgmlType wtype, const uint8_t* row, int64_t nb, float* d, int32_t* c) {
+void packed_act_row(GgmlType wtype, const uint8_t* row, int64_t nb, int64_t t, uint8_t* tq,
+                    float* d, int32_t* c) {
   const PackedSumsFn f = active_isa() >= Isa::Avx512 ? packed_sums_avx512() : nullptr;
-  (f ? f : sums_scalar)(packed_offset(wtype), row, nb, d, c);
+  const size_t i = act_index(t, 0, nb);
+  (f ? f : sums_scalar)(packed_offset(wtype), row, nb, tq + 32 * i, d + i, c + i);
 }
 
 void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64_t nb,
@@ -122,17 +125,17 @@ void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int
   for (int64_t g = 0; g < n_groups; ++g) {
     const uint8_t* grp = wp + size_t(g) * gb;
     for (int64_t t = 0; t < nt; ++t) {
-      const uint8_t* xr = x.q + size_t(t) * x.stride;
       for (int r = 0; r < kPackRows; ++r) {
         float acc = 0.0f;
         for (int64_t b = 0; b < nb; ++b) {
           const uint8_t* q = grp + size_t(b) * qb;
-          const int8_t* xq = reinterpret_cast<const int8_t*>(xr + 34 * b + 2);
-          int32_t s = x.c[t * nb + b];
+          const size_t i = act_index(t, b, nb);
+          const int8_t* xq = reinterpret_cast<const int8_t*>(x.tq + 32 * i);
+          int32_t s = x.c[i];
           for (int k = 0; k < 32; ++k) s += quant(wtype, q, r, k) * xq[k];
           uint16_t h;
           std::memcpy(&h, grp + size_t(nb) * qb + 32 * b + 2 * r, 2);
-          acc = std::fma(float(s), fp16_to_fp32(h) * x.d[t * nb + b], acc);
+          acc = std::fma(float(s), fp16_to_fp32(h) * x.d[i], acc);
         }
         y[t * ldy + 16 * g + r] = acc;
       }

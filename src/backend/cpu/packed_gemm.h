@@ -15,11 +15,9 @@
 
 namespace minfer::cpu {
 
-// Activations in rows of packed_act_type (quantize_act's output): for the _0 types Q8_0 rows,
-// row t's block b at q + t * stride + 34 b, plus per (token, block) the scale as a float and
-// the offset correction; for the K-quants Q8_K rows (292 bytes per block; d and c unused).
-// What the K-quant kernels need of a Q8_K activation block besides its quants: its scale, the
-// 16 sums of 16 quants and the 8 sums of 32 (one per sub-block of the weights).
+// Activations in packed_act_type (quantize_act's output). The K-quants read Q8_K rows (292
+// bytes per block) and, per (token, block), what their kernels need besides the quants: the
+// scale, the 16 sums of 16 quants and the 8 sums of 32 (one per sub-block of the weights).
 struct Q8KSums {
   float d;
   int32_t bsum[16];
@@ -28,14 +26,29 @@ struct Q8KSums {
 };
 void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out);  // a Q8_K row's nsb blocks
 
+// The _0 types read Q8_0 blocks re-laid block-major in tiles of kActTile tokens: the quants of
+// token t's block b at tq + 32 * act_index(t, b, nb), its scale (float) and offset correction
+// (-offset * sum of its quants) at d and c[act_index(t, b, nb)]. A tile's tokens sit side by
+// side per block, so a kernel reaches all of them from one pointer with constant offsets (token-
+// major rows cost the AVX-512 kernel a pointer register per token, and spills), and an AMX tile
+// of 16 tokens x 32 quants is 512 contiguous bytes.
+constexpr int64_t kActTile = 16;
+inline size_t act_index(int64_t t, int64_t b, int64_t nb) {
+  return size_t(((t / kActTile) * nb + b) * kActTile + t % kActTile);
+}
+inline int64_t act_tokens_padded(int64_t nt) { return (nt + kActTile - 1) / kActTile * kActTile; }
+
 struct PackedAct {
+  // K-quants: row t at q + t * stride; ks[t * nb + b] (q8k_sums of the rows), computed once per
+  // matmul rather than once per work item. The SIMD K-quant kernels need them; the scalar one
+  // reads the rows.
   const uint8_t* q = nullptr;
   size_t stride = 0;
-  const float* d = nullptr;    // [t * nb + b]
-  const int32_t* c = nullptr;  // [t * nb + b] = -offset * sum of the block's quants
-  // K-quants, [t * nb + b] (q8k_sums of the rows): computed once per matmul rather than once
-  // per work item. The SIMD K-quant kernels need them; the scalar one reads the rows.
   const Q8KSums* ks = nullptr;
+  // _0 types: the tiles (token 0 starts a tile).
+  const uint8_t* tq = nullptr;
+  const float* d = nullptr;
+  const int32_t* c = nullptr;
 };
 
 GgmlType packed_act_type(GgmlType wtype);
@@ -49,8 +62,9 @@ GgmlType packed_act_type(GgmlType wtype);
 // 47 with short chunks); one thread Q8_0 26.6 vs 25.7 at 8192.
 constexpr int kPackedPrefetch = 2048;  // Q8_0, or Q8_K for the K-quants
 
-// d and c of one Q8_0 activation row of nb blocks, for weights of `wtype`.
-void packed_act_sums(GgmlType wtype, const uint8_t* row, int64_t nb, float* d, int32_t* c);
+// Token t's Q8_0 activation row (nb blocks) into the tiles of PackedAct, for weights of `wtype`.
+void packed_act_row(GgmlType wtype, const uint8_t* row, int64_t nb, int64_t t, uint8_t* tq,
+                    float* d, int32_t* c);
 
 // y[t * ldy + 16 g + i] = row 16 g + i of the packed weight (groups from wp, group_bytes apart)
 // times activation row t, for g < n_groups and t < nt; nb blocks (of packed_block_cols) a row.
@@ -75,7 +89,9 @@ PackedGemmFn packed_gemm_avxvnni(GgmlType wtype);
 PackedGemmFn packed_gemm_avx2(GgmlType wtype);
 // The K-quants' kernels (simd_avx512.cpp); amx: AMX tiles for Q4_K/Q5_K prefill.
 PackedGemmFn packed_kq_gemm_avx512(GgmlType wtype, bool amx);
-using PackedSumsFn = void (*)(int offset, const uint8_t* row, int64_t nb, float* d, int32_t* c);
+// packed_act_row from a token's first block: quants to tq + 512 b, d and c at [16 b].
+using PackedSumsFn = void (*)(int offset, const uint8_t* row, int64_t nb, uint8_t* tq, float* d,
+                              int32_t* c);
 PackedSumsFn packed_sums_avx512();
 
 }  // namespace minfer::cpu

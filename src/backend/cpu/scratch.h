@@ -10,6 +10,7 @@ namespace minfer::cpu {
 // Slots used by each kernel file, so that nested users never share a buffer.
 enum class ScratchSlot : int {
   MatmulActivations = 0,  // kernels_matmul: quantized activation rows (read by every thread)
+  MatmulActTiles,         // kernels_matmul: the _0 types' activation tiles (packed path)
   MatmulActScales,        // kernels_matmul: per-block activation scales (packed path)
   MatmulActSums,          // kernels_matmul: per-block offset corrections (packed path)
   PackedPanel,            // packed_avx512: a group pair's signed quants for AMX
