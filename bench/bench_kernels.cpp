@@ -91,10 +91,12 @@ MINFER_BENCH_TYPE(Q4_0)
 MINFER_BENCH_TYPE(Q4_K)
 MINFER_BENCH_TYPE(Q6_K)
 
-// Attention of qwen2.5-0.5b (14 query heads, 2 KV heads, head size 64): a prompt of n tokens
-// from position 0 (prefill), or one token at position n - 1 (decode). Args: n, KV type, threads.
+// Attention of qwen2.5-0.5b (14 query heads, 2 KV heads, head size 64) or qwen3-0.6b (16, 8,
+// 128): a prompt of n tokens from position 0 (prefill), or one token at position n - 1 (decode).
+// Args: n, prefill, F16 KV, threads, qwen3.
 void Attention(benchmark::State& st) {
-  const int64_t n = st.range(0), n_head = 14, n_head_kv = 2, hd = 64;
+  const bool q3 = st.range(4) != 0;
+  const int64_t n = st.range(0), n_head = q3 ? 16 : 14, n_head_kv = q3 ? 8 : 2, hd = q3 ? 128 : 64;
   const bool prefill = st.range(1) != 0;
   const GgmlType kvt = st.range(2) ? GgmlType::F16 : GgmlType::F32;
   set_threads(int(st.range(3)));
@@ -119,11 +121,13 @@ void Attention(benchmark::State& st) {
   set_threads(0);
 }
 BENCHMARK(Attention)
-    ->ArgNames({"n", "prefill", "f16", "threads"})
-    ->Args({512, 1, 1, 1})
-    ->Args({512, 0, 1, 1})
-    ->Args({512, 1, 0, 1})
-    ->Args({512, 1, 1, 2})
+    ->ArgNames({"n", "prefill", "f16", "threads", "qwen3"})
+    ->Args({512, 1, 1, 1, 0})
+    ->Args({512, 0, 1, 1, 0})
+    ->Args({512, 1, 0, 1, 0})
+    ->Args({512, 1, 1, 2, 0})
+    ->Args({512, 1, 1, 1, 1})
+    ->Args({512, 0, 1, 1, 1})
     ->UseRealTime();
 
 }  // namespace

@@ -286,6 +286,8 @@ TEST_F(OpsSimd, AttentionMatchesScalarPathAndIgnoresThreadCount) {
                         {GgmlType::F16, GgmlType::F32, 9, 3, 16, 48, 5},
                         {GgmlType::F32, GgmlType::F32, 2, 2, 128, 128, 1},
                         {GgmlType::F16, GgmlType::F16, 32, 8, 128, 128, 1},
+                        {GgmlType::F16, GgmlType::F16, 16, 8, 128, 128, 37},  // qwen3: 2 a group
+                        {GgmlType::F32, GgmlType::F16, 5, 5, 32, 32, 21},     // MHA: tokens share tiles
                         {GgmlType::Q8_0, GgmlType::Q8_0, 4, 2, 64, 64, 20}};
   for (const Case& c : cases) {
     SCOPED_TRACE(testing::Message() << type_name(c.kt) << "/" << type_name(c.vt) << " heads "
@@ -321,6 +323,14 @@ TEST_F(OpsSimd, AttentionMatchesScalarPathAndIgnoresThreadCount) {
           ASSERT_NEAR(out[i], ref[i], 2e-6f + 2e-5f * std::fabs(ref[i])) << "isa " << int(isa) << " i " << i;
         if (first.empty()) first = out;
         ASSERT_TRUE(same_bits(out, first)) << "isa " << int(isa) << " threads " << th;
+      }
+      // A token's output does not depend on the batch it came in (decode vs prefill).
+      const int64_t per = c.n_head * c.hdv;
+      for (int64_t t = 0; t < c.nt; ++t) {
+        auto one = zeros(per);
+        attention(q.data() + t * c.n_head * c.hd, pos.data() + t, 1, k, v, p, one.data());
+        ASSERT_TRUE(same_bits(one, std::vector<float>(first.begin() + t * per, first.begin() + (t + 1) * per)))
+            << "isa " << int(isa) << " token " << t;
       }
     }
   }

@@ -260,13 +260,13 @@ inline void score_block(const float* q, int64_t hd, const float* kt, float* s, i
     for (int b = 0; b < B; ++b) _mm512_storeu_ps(s + g * ld + 16 * b, acc[g][b]);
 }
 
-// out[g][c + 16 * k + l] = sum over j < n of w[g * ld + j] * V[j][c + 16 * k + l] for k < C
+// outs[g][c + 16 * k + l] = sum over j < n of w[g * ld + j] * V[j][c + 16 * k + l] for k < C
 // column chunks (the last one masked by m), in key order (one FMA chain per lane).
 // F16 and kMasked (the last chunk is partial) are template parameters: a run-time test or a
 // masked load in the loop makes GCC keep the accumulators in memory.
 template <int G, int C, bool F16, bool kMasked>
 inline void vsum_block512(const float* w, int64_t ld, int64_t n, const uint8_t* vbase,
-                          size_t vstride, int64_t c, __mmask16 m, float* out, int64_t out_stride) {
+                          size_t vstride, int64_t c, __mmask16 m, float* const* outs) {
   __m512 acc[G][C];
   for (int g = 0; g < G; ++g)
     for (int k = 0; k < C; ++k) acc[g][k] = _mm512_setzero_ps();
@@ -286,39 +286,50 @@ inline void vsum_block512(const float* w, int64_t ld, int64_t n, const uint8_t* 
   }
   for (int g = 0; g < G; ++g)
     for (int k = 0; k < C; ++k)
-      _mm512_mask_storeu_ps(out + g * out_stride + c + 16 * k, k == C - 1 ? m : __mmask16(0xFFFF), acc[g][k]);
+      _mm512_mask_storeu_ps(outs[g] + c + 16 * k, k == C - 1 ? m : __mmask16(0xFFFF), acc[g][k]);
 }
 
-// G query heads of one token (q rows, already rounded as the K type needs) against its n keys:
-// scores, softmax, weighted V sum into out[g * out_stride ...].
+// G query rows (q rows, already rounded as the K type needs; row g attends to its first n[g]
+// keys) against the first n_all = max n[g] keys: scores, softmax, weighted V sum into outs[g].
+// A row's weights past its own n are zero, so its sums are exactly those over its n keys.
 template <int G, bool VF16>
-void heads_tile(const float* q, int64_t hd, const float* kt, int64_t nkb, float* s, int64_t ld,
-                int64_t n, float scale, const uint8_t* vbase, size_t vstride, int64_t hdv,
-                float* out, int64_t out_stride) {
+void heads_tile(const float* q, int64_t hd, const float* kt, float* s, int64_t ld, const int64_t* n,
+                int64_t n_all, float scale, const uint8_t* vbase, size_t vstride, int64_t hdv,
+                float* const* outs) {
+  const int64_t nkb = (n_all + 15) / 16;
   int64_t b = 0;
   for (; b + 2 <= nkb; b += 2) score_block<G, 2>(q, hd, kt + b * hd * 16, s + 16 * b, ld);
   if (b < nkb) score_block<G, 1>(q, hd, kt + b * hd * 16, s + 16 * b, ld);
-  for (int g = 0; g < G; ++g) softmax512(n, s + g * ld, scale);
+  for (int g = 0; g < G; ++g) {
+    softmax512(n[g], s + g * ld, scale);
+    for (int64_t j = n[g]; j < n_all; ++j) s[g * ld + j] = 0.0f;
+  }
   int64_t c = 0;
   for (; c + 32 < hdv; c += 32)
-    vsum_block512<G, 2, VF16, false>(s, ld, n, vbase, vstride, c, __mmask16(0xFFFF), out, out_stride);
+    vsum_block512<G, 2, VF16, false>(s, ld, n_all, vbase, vstride, c, __mmask16(0xFFFF), outs);
   if (hdv - c == 32)
-    vsum_block512<G, 2, VF16, false>(s, ld, n, vbase, vstride, c, __mmask16(0xFFFF), out, out_stride);
+    vsum_block512<G, 2, VF16, false>(s, ld, n_all, vbase, vstride, c, __mmask16(0xFFFF), outs);
   else if (hdv - c > 16)
-    vsum_block512<G, 2, VF16, true>(s, ld, n, vbase, vstride, c, tail_mask(hdv - c - 16), out, out_stride);
+    vsum_block512<G, 2, VF16, true>(s, ld, n_all, vbase, vstride, c, tail_mask(hdv - c - 16), outs);
   else if (hdv - c == 16)
-    vsum_block512<G, 1, VF16, false>(s, ld, n, vbase, vstride, c, __mmask16(0xFFFF), out, out_stride);
+    vsum_block512<G, 1, VF16, false>(s, ld, n_all, vbase, vstride, c, __mmask16(0xFFFF), outs);
   else if (hdv > c)
-    vsum_block512<G, 1, VF16, true>(s, ld, n, vbase, vstride, c, tail_mask(hdv - c), out, out_stride);
+    vsum_block512<G, 1, VF16, true>(s, ld, n_all, vbase, vstride, c, tail_mask(hdv - c), outs);
 }
 
-using HeadsTileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t,
-                             int64_t, float, const uint8_t*, size_t, int64_t, float*, int64_t);
+using HeadsTileFn = void (*)(const float*, int64_t, const float*, float*, int64_t, const int64_t*,
+                             int64_t, float, const uint8_t*, size_t, int64_t, float* const*);
 template <bool VF16>
 constexpr HeadsTileFn kHeadsTile[9] = {
     nullptr,                 heads_tile<1, VF16>, heads_tile<2, VF16>,
     heads_tile<3, VF16>,     heads_tile<4, VF16>, heads_tile<5, VF16>,
     heads_tile<6, VF16>,     heads_tile<7, VF16>, heads_tile<8, VF16>};
+
+// Query rows per heads_tile: up to 8 (8 x 2 score accumulators and the broadcasts fit the 32
+// registers). A tile takes one token's query heads of a KV head (GQA) and, when there are fewer
+// than 8 of them, the same heads of the next tokens too, so every K and V load feeds up to 8 rows
+// (qwen3-0.6b has 2 query heads per KV head: one token alone left the loops load-bound).
+constexpr int64_t kAttnRows = 8;
 
 void attn_block512(const float* q, const int32_t* pos, int64_t t0, int64_t t1, int64_t hk,
                    const KvRegion& k, const KvRegion& v, const AttnParams& p, float* out) {
@@ -329,28 +340,35 @@ void attn_block512(const float* q, const int32_t* pos, int64_t t0, int64_t t1, i
   for (int64_t t = t0; t < t1; ++t) n_max = int64_t(pos[t]) + 1 > n_max ? int64_t(pos[t]) + 1 : n_max;
   const int64_t nkb_max = (n_max + 15) / 16, ld = nkb_max * 16;
   float* kt = ops_scratch(0, size_t(nkb_max * hd * 16));
-  float* s = ops_scratch(1, size_t(8 * ld));
-  float* qr = ops_scratch(2, size_t(8 * hd));
+  float* s = ops_scratch(1, size_t(kAttnRows * ld));
+  float* qr = ops_scratch(2, size_t(kAttnRows * hd));
   transpose_keys(k.data + size_t(hk * hd) * kes, k.row_bytes, kf16, n_max, hd, kt);
   const uint8_t* vbase = v.data + size_t(hk * hdv) * ves;
-  for (int64_t t = t0; t < t1; ++t) {
-    const int64_t n = int64_t(pos[t]) + 1, nkb = (n + 15) / 16;
-    for (int64_t g0 = 0; g0 < G; g0 += 8) {
-      const int64_t gn = G - g0 < 8 ? G - g0 : 8;
-      const int64_t h0 = hk * G + g0;
-      // The query as the dot product sees it: rounded to F16 for an F16 cache.
-      for (int64_t g = 0; g < gn; ++g) {
-        const float* src = q + (t * p.n_head + h0 + g) * hd;
-        for (int64_t i = 0; i < hd; i += 16) {
-          const __mmask16 m = tail_mask(hd - i);
-          __m512 x = _mm512_maskz_loadu_ps(m, src + i);
-          if (kf16) x = _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-          _mm512_mask_storeu_ps(qr + g * hd + i, m, x);
+  const int64_t gn_max = G < kAttnRows ? G : kAttnRows;
+  const int64_t tq_max = kAttnRows / gn_max;  // tokens per tile
+  for (int64_t ta = t0; ta < t1; ta += tq_max) {
+    const int64_t tq = t1 - ta < tq_max ? t1 - ta : tq_max;
+    for (int64_t g0 = 0; g0 < G; g0 += gn_max) {
+      const int64_t gn = G - g0 < gn_max ? G - g0 : gn_max;
+      int64_t n[kAttnRows], n_all = 0;
+      float* outs[kAttnRows];
+      for (int64_t tt = 0; tt < tq; ++tt)
+        for (int64_t g = 0; g < gn; ++g) {
+          const int64_t r = tt * gn + g, t = ta + tt, h = hk * G + g0 + g;
+          n[r] = int64_t(pos[t]) + 1;
+          n_all = n[r] > n_all ? n[r] : n_all;
+          outs[r] = out + (t * p.n_head + h) * hdv;
+          // The query as the dot product sees it: rounded to F16 for an F16 cache.
+          const float* src = q + (t * p.n_head + h) * hd;
+          for (int64_t i = 0; i < hd; i += 16) {
+            const __mmask16 m = tail_mask(hd - i);
+            __m512 x = _mm512_maskz_loadu_ps(m, src + i);
+            if (kf16) x = _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            _mm512_mask_storeu_ps(qr + r * hd + i, m, x);
+          }
         }
-      }
-      (vf16 ? kHeadsTile<true> : kHeadsTile<false>)[gn](qr, hd, kt, nkb, s, ld, n, p.scale, vbase,
-                                                        v.row_bytes, hdv,
-                                                        out + (t * p.n_head + h0) * hdv, hdv);
+      (vf16 ? kHeadsTile<true> : kHeadsTile<false>)[tq * gn](qr, hd, kt, s, ld, n, n_all, p.scale,
+                                                             vbase, v.row_bytes, hdv, outs);
     }
   }
 }
