@@ -316,8 +316,7 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
       if constexpr (!q6) {
         __m256i msum = _mm256_setzero_si256();
         for (int q = 0; q < 4; ++q) {
-          const int32_t* pr = ks[t]->pair + 2 * q;
-          const __m256i pp = _mm256_set1_epi32(int32_t((uint32_t(pr[0]) & 0xFFFF) | (uint32_t(pr[1]) << 16)));
+          const __m256i pp = _mm256_set1_epi32(ks[t]->pair16[q]);
           const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + kKqMins + 32 * q + 16 * h)));
           msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pp));
         }

@@ -97,10 +97,13 @@ void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out) {
     Q8KSums& s = out[b];
     s.d = x->d;
     for (int j = 0; j < 16; ++j) s.bsum[j] = x->bsums[j];
+    int32_t pair[8];
     for (int j = 0; j < 8; ++j) {
-      s.pair[j] = s.bsum[2 * j] + s.bsum[2 * j + 1];
-      s.pairf[j] = float(s.pair[j]);
+      pair[j] = s.bsum[2 * j] + s.bsum[2 * j + 1];
+      s.pairf[j] = float(pair[j]);
     }
+    for (int q = 0; q < 4; ++q)
+      s.pair16[q] = int32_t((uint32_t(pair[2 * q]) & 0xFFFFu) | (uint32_t(pair[2 * q + 1]) << 16));
   }
 }
 

@@ -21,7 +21,9 @@ namespace minfer::cpu {
 struct Q8KSums {
   float d;
   int32_t bsum[16];
-  int32_t pair[8];
+  // Sub-blocks 2q and 2q + 1's pair sums (|sum| <= 32 x 128) as the low and high int16 of
+  // pair16[q]: one vpdpwssd with the weights' mins, stored as the same int16 pairs.
+  int32_t pair16[4];
   float pairf[8];  // the pairs as floats (exact), for the AMX path's float mins term
 };
 void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out);  // a Q8_K row's nsb blocks

@@ -254,7 +254,8 @@ constexpr size_t kQuantBytes = 64 * 64;  // 256 quants x 16 rows
 struct KQ4 {
   static constexpr size_t kBytes = 144;
   static constexpr bool kHigh = false;
-  static constexpr size_t kBlock = kQuantBytes + 16 * 64 + 2 * 64;  // quants, sc[8], mn[8], d, dmin
+  // quants, sc[8], the mins as int16 pairs (2q, 2q + 1) in 4 vectors (4 unused), d, dmin
+  static constexpr size_t kBlock = kQuantBytes + 16 * 64 + 2 * 64;
 };
 struct KQ5 {
   static constexpr size_t kBytes = 176;
@@ -327,10 +328,8 @@ void pack_kq(const uint8_t* w, size_t ws, int64_t nr, int64_t b, uint8_t* pb, ui
       int32_t scv[8], mnv[8];
       float d, dmin;
       Q45KPanel<K>::decode(wb, q, scv, mnv, &d, &dmin);
-      for (int j = 0; j < 8; ++j) {
-        sc[16 * j + r] = scv[j];
-        sc[16 * (8 + j) + r] = mnv[j];
-      }
+      for (int j = 0; j < 8; ++j) sc[16 * j + r] = scv[j];
+      for (int q = 0; q < 4; ++q) sc[16 * (8 + q) + r] = mnv[2 * q] | (mnv[2 * q + 1] << 16);
       reinterpret_cast<float*>(pb + kQuantBytes + 16 * 64)[r] = d;
       reinterpret_cast<float*>(pb + kQuantBytes + 17 * 64)[r] = dmin;
     }
@@ -376,10 +375,9 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
       const __m512 xd = _mm512_set1_ps(pr.d);
       __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum[t]));
       if constexpr (!kQ6) {
-        __m512i summs = _mm512_setzero_si512();
-        for (int j = 0; j < 8; ++j)
-          summs = _mm512_add_epi32(
-              summs, _mm512_mullo_epi32(_mm512_load_si512(par + 16 * (8 + j)), _mm512_set1_epi32(pr.pair[j])));
+        __m512i summs = _mm512_setzero_si512();  // sum_j min_j x pair_j, two sub-blocks a step
+        for (int q = 0; q < 4; ++q)
+          summs = _mm512_dpwssd_epi32(summs, _mm512_load_si512(par + 16 * (8 + q)), _mm512_set1_epi32(pr.pair16[q]));
         const __m512 dmv = _mm512_load_ps(pb + kQuantBytes + 17 * 64);
         term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), _mm512_cvtepi32_ps(summs)));
       }
@@ -455,7 +453,10 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
     // 2^22 (6-bit mins x 32 int8 activations x 8), so it is exact and equals kq_tile's int32.
     __m512 mnf[8];
     if constexpr (!kQ6)
-      for (int j = 0; j < 8; ++j) mnf[j] = _mm512_cvtepi32_ps(_mm512_load_si512(par + 16 * (8 + j)));
+      for (int j = 0; j < 8; ++j) {
+        const __m512i m2 = _mm512_load_si512(par + 16 * (8 + j / 2));  // int16 pairs (kq_panel)
+        mnf[j] = _mm512_cvtepi32_ps(j % 2 ? _mm512_srli_epi32(m2, 16) : _mm512_and_si512(m2, _mm512_set1_epi32(0xFFFF)));
+      }
     for (int m = 0; m < 16; ++m) {
       const Q8KSums& pr = pt[m * nsb + b];
       const __m512 xd = _mm512_set1_ps(pr.d);
@@ -786,11 +787,8 @@ inline void kp_panel(const uint8_t* o, uint8_t* pb) {
   } else {
     for (int j = 0; j < 8; ++j)
       _mm512_store_si512(sc + 16 * j, _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j))));
-    for (int q = 0; q < 4; ++q) {
-      const __m512i m = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i*)(par + kKqMins + 32 * q)));
-      _mm512_store_si512(sc + 16 * (8 + 2 * q), _mm512_and_si512(m, _mm512_set1_epi32(0xFFFF)));
-      _mm512_store_si512(sc + 16 * (9 + 2 * q), _mm512_srli_epi32(m, 16));
-    }
+    for (int q = 0; q < 4; ++q)  // row r's mins 2q and 2q + 1 as the int16 pair of lane r
+      _mm512_store_si512(sc + 16 * (8 + q), _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i*)(par + kKqMins + 32 * q))));
     _mm512_store_ps(pb + kQuantBytes + 16 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD))));
     _mm512_store_ps(pb + kQuantBytes + 17 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqDmin))));
   }
