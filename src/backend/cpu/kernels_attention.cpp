@@ -6,7 +6,8 @@
 // Two paths. With AVX-512 and an F32/F16 cache, attn_block (simd_ops_avx512.cpp) takes blocks of
 // 16 tokens x one KV head: the keys the block needs are converted to f32 and transposed once
 // (16 keys per vector), so each score is one FMA chain over the dimensions with no horizontal
-// sum, and the group's query heads share every key and value load. Otherwise (scalar, AVX2,
+// sum, and up to 8 query rows (the group's heads, and the next tokens' when a group is smaller)
+// share every key and value load. Otherwise (scalar, AVX2,
 // Q8_0 cache) one item is one token x one KV head on the dot-product tiles of kernels_dot.h.
 #include <algorithm>
 #include <cmath>
