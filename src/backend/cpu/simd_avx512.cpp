@@ -454,7 +454,7 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
     __m512 mnf[8];
     if constexpr (!kQ6)
       for (int j = 0; j < 8; ++j) {
-        const __m512i m2 = _mm512_load_si512(par + 16 * (8 + j / 2));  // int16 pairs (kq_panel)
+        const __m512i m2 = _mm512_load_si512(par + 16 * (8 + j / 2));  // int16 pairs (kp_panel, pack_kq)
         mnf[j] = _mm512_cvtepi32_ps(j % 2 ? _mm512_srli_epi32(m2, 16) : _mm512_and_si512(m2, _mm512_set1_epi32(0xFFFF)));
       }
     for (int m = 0; m < 16; ++m) {
