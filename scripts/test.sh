@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs every test: the unit and golden tests (Release build), the unit tests again
-# under AddressSanitizer + UndefinedBehaviorSanitizer, and the GGUF reader's fuzzer for 60 s.
+# under AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers of the GGUF reader (60 s)
+# and the chat-template interpreter (30 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)

@@ -1,5 +1,6 @@
 // Jinja2's built-in filters, as chat templates use them.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,9 +28,12 @@ Value attribute_path(const Value& v, const std::string& path) {
   while (true) {
     const size_t dot = path.find('.', start);
     const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (!part.empty() && part.find_first_not_of("0123456789") == std::string::npos)
-      cur = get_item(cur, Value::integer(std::stoll(part)));
-    else
+    if (!part.empty() && part.find_first_not_of("0123456789") == std::string::npos) {
+      int64_t i = 0;
+      const auto r = std::from_chars(part.data(), part.data() + part.size(), i);
+      // An index past int64 is past every list's end, as Python's IndexError.
+      cur = r.ec == std::errc() ? get_item(cur, Value::integer(i)) : Value::undefined(part);
+    } else
       cur = get_item(cur, Value::str(part));
     if (dot == std::string::npos) return cur;
     if (cur.is_undefined()) return cur;

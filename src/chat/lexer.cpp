@@ -1,6 +1,7 @@
 #include "chat/lexer.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "chat/utf8.h"
@@ -258,7 +259,8 @@ class Lexer {
     t.text = text;
     if (is_float) {
       t.type = Tok::Float;
-      t.fval = std::stod(text);
+      // As Python's float(): out of range is inf (or 0 for underflow), not an error.
+      t.fval = std::strtod(text.c_str(), nullptr);
     } else {
       t.type = Tok::Int;
       try {

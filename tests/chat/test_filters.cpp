@@ -45,6 +45,10 @@ TEST(ChatFilters, SelectAndMap) {
   EXPECT_EQ(render("{{ [1,2,3,4] | select('odd') | list }}|{{ [1,2,3,4] | reject('even') | list }}|"
                    "{{ [0,1,''] | select | list }}|{{ ['a','b'] | map('upper') | list }}"),
             "[1, 3]|[1, 3]|[1]|['A', 'B']");
+  // Attribute paths index lists with their digit parts; one past int64 is past the end.
+  EXPECT_EQ(render("{{ [[7, 8]] | map(attribute='1') | join }}|"
+                   "{{ [[7]] | map(attribute='99999999999999999999', default='d') | join }}"),
+            "8|d");
 }
 
 TEST(ChatFilters, Numbers) {

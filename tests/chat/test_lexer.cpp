@@ -54,6 +54,8 @@ TEST(ChatLexer, Literals) {
             "tab\there|esc|\xc3\xa9" "A|ab|1000|1500.0|a\\qb");
   EXPECT_EQ(render("{{ 'it\\'s' }}{{ \"say \\\"hi\\\"\" }}"), "it'ssay \"hi\"");
   EXPECT_EQ(render("{{ true }}{{ True }}{{ none }}{{ None }}{{ false }}"), "TrueTrueNoneNoneFalse");
+  // Float literals out of range are Python's inf and 0.0, not errors (a fuzzer found the throw).
+  EXPECT_EQ(render("{{ 77E776 }}|{{ -1e999 }}|{{ 1e-999 }}"), "inf|-inf|0.0");
 }
 
 TEST(ChatLexer, BracesInsideExpressions) {
