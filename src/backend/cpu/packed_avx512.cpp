@@ -21,6 +21,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#include "backend/cpu/avx512_vnni.h"
+
 namespace minfer::cpu {
 namespace {
 
@@ -88,12 +90,6 @@ struct Decoded {
     }
   }
 };
-
-// s += w . (4 bytes at p, broadcast): one fused load + vpdpbusd (GCC does not fold the
-// broadcast into the instruction itself).
-inline void dpbusd_bcast(__m512i& s, __m512i w, const uint8_t* p) {
-  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(s) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
-}
 
 // T tokens (from t0) x one group: quants from `quants` (P's blocks), scales from sc. Chunks
 // outer, tokens inner: the T integer sums are T independent chains, so each vpdpbusd waits on

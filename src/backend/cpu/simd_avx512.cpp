@@ -49,6 +49,7 @@ struct I8Ops {
 
 #include "backend/cpu/simd_tiles.h"
 #include "backend/cpu/avx512_transpose.h"
+#include "backend/cpu/avx512_vnni.h"
 
 namespace minfer::cpu {
 namespace {
@@ -342,49 +343,59 @@ void pack_kq(const uint8_t* w, size_t ws, int64_t nr, int64_t b, uint8_t* pb, ui
   }
 }
 
+// T tokens x one panel (16 rows, the `rows` of them stored). Chunks outer, tokens inner: T
+// independent vpdpbusd chains, each activation broadcast folded into its vpdpbusd; the float
+// sums live in L1 (8 tokens' integer sums take the registers). One core, 3072 x 1024 x 128,
+// GOP/s: Q4_K 299 -> 336 against 4 tokens token-outer; Q6_K unchanged (its vpmulld per 16
+// columns bounds it).
 template <class K, int T>
 inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t xs,
                     const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
   constexpr bool kQ6 = std::is_same_v<K, Q6KPanel>;
-  __m512 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  alignas(64) float accm[T * 16];
+  for (int t = 0; t < T; ++t) _mm512_store_ps(accm + 16 * t, _mm512_setzero_ps());
+  const uint8_t* x0 = x + size_t(t0) * xs + 4;
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* pb = panel + b * K::kBlock;
     const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
+    const uint8_t* xb = x0 + b * kQ8KBytes;
     __m512i isum[T];
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
-    // q4_K/q5_K: 8 sub-blocks of 32 (8 groups); q6_K: 16 of 16 (4 groups).
     constexpr int kSub = kQ6 ? 16 : 8, kGroups = kQ6 ? 4 : 8;
     for (int j = 0; j < kSub; ++j) {
-      __m512i wq[kGroups];
-      for (int g = 0; g < kGroups; ++g) wq[g] = _mm512_load_si512(pb + 64 * (kGroups * j + g));
-      const __m512i scv = _mm512_load_si512(par + 16 * j);
-      for (int t = 0; t < T; ++t) {
-        const uint8_t* xq = x + size_t(t0 + t) * xs + b * kQ8KBytes + 4 + 4 * kGroups * j;
-        const Q8KSums& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
-        // q6_K's quants are stored + 32: start from -32 * sum(x) of the sub-block.
-        __m512i s = kQ6 ? _mm512_set1_epi32(-32 * pr.bsum[j]) : _mm512_setzero_si512();
-        for (int g = 0; g < kGroups; ++g)
-          s = _mm512_dpbusd_epi32(s, wq[g], _mm512_set1_epi32(load_i32(xq + 4 * g)));
-        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s, scv));
+      __m512i s[T];
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t)
+        s[t] = kQ6 ? _mm512_set1_epi32(-32 * prep[size_t(t0 + t) * size_t(nsb) + size_t(b)].bsum[j])
+                   : _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int g = 0; g < kGroups; ++g) {
+        const __m512i wq = _mm512_load_si512(pb + 64 * (kGroups * j + g));
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) dpbusd_bcast(s[t], wq, xb + size_t(t) * xs + 4 * kGroups * j + 4 * g);
       }
+      const __m512i scv = _mm512_load_si512(par + 16 * j);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], scv));
     }
     const __m512 dv = _mm512_load_ps(pb + kQuantBytes + 16 * 64);
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const Q8KSums& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
       const __m512 xd = _mm512_set1_ps(pr.d);
       __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum[t]));
       if constexpr (!kQ6) {
-        __m512i summs = _mm512_setzero_si512();  // sum_j min_j x pair_j, two sub-blocks a step
+        __m512i summs = _mm512_setzero_si512();
         for (int q = 0; q < 4; ++q)
           summs = _mm512_dpwssd_epi32(summs, _mm512_load_si512(par + 16 * (8 + q)), _mm512_set1_epi32(pr.pair16[q]));
         const __m512 dmv = _mm512_load_ps(pb + kQuantBytes + 17 * 64);
         term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), _mm512_cvtepi32_ps(summs)));
       }
-      acc[t] = _mm512_add_ps(acc[t], term);
+      _mm512_store_ps(accm + 16 * t, _mm512_add_ps(_mm512_load_ps(accm + 16 * t), term));
     }
   }
-  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, rows, acc[t]);
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, rows, _mm512_load_ps(accm + 16 * t));
 }
 
 // ---- K-quant prefill on AMX tiles ------------------------------------------------------------
@@ -657,6 +668,7 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
     int64_t t0 = 0;
     if (amx)
       for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
+    for (; t0 + 8 <= nt; t0 += 8) kq_tile<K, 8>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
     for (; t0 + 4 <= nt; t0 += 4) kq_tile<K, 4>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
     for (; t0 < nt; ++t0) kq_tile<K, 1>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
   }
@@ -815,6 +827,7 @@ void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
     int64_t t0 = 0;
     if (amx && nt >= 16)
       for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
+    for (; t0 + 8 <= nt; t0 += 8) kq_tile<K, 8>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
     for (; t0 + 4 <= nt; t0 += 4) kq_tile<K, 4>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
     for (; t0 < nt; ++t0) kq_tile<K, 1>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
   }
