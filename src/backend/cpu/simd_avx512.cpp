@@ -362,8 +362,10 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
     __m512i isum[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+    // q4_K/q5_K: 8 sub-blocks of 32 (8 groups); q6_K: 16 of 16 (4 groups).
     constexpr int kSub = kQ6 ? 16 : 8, kGroups = kQ6 ? 4 : 8;
     for (int j = 0; j < kSub; ++j) {
+      // q6_K's quants are stored + 32: start from -32 * sum(x) of the sub-block.
       __m512i s[T];
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t)
