@@ -63,13 +63,15 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     else
       q8k_sums(row, nb, ks + t * nb);
   };
-  // One work item per activation tile: the tokens of a tile share cache lines of tq, d and c.
-  auto quantize_tile = [&](int64_t i, int) {
-    for (int64_t t = i * kActTile; t < std::min(nt, (i + 1) * kActTile); ++t) quantize(t, 0);
+  // The _0 types: one work item per activation tile (its tokens share cache lines of tq, d and
+  // c); the K-quants' rows are independent, one token an item.
+  const int64_t item_tokens = sums ? kActTile : 1;
+  auto quantize_item = [&](int64_t i, int) {
+    for (int64_t t = i * item_tokens; t < std::min(nt, (i + 1) * item_tokens); ++t) quantize(t, 0);
   };
-  const int64_t n_tiles = act_tokens_padded(nt) / kActTile;
-  if (par && n_tiles > 1)
-    parallel_for(n_tiles, quantize_tile);
+  const int64_t n_items = (nt + item_tokens - 1) / item_tokens;
+  if (par && n_items > 1)
+    parallel_for(n_items, quantize_item);
   else
     for (int64_t t = 0; t < nt; ++t) quantize(t, 0);
 
