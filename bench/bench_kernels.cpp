@@ -8,6 +8,8 @@
 //   bench_kernels --benchmark_filter='Gemv/Q8_0' ; args are rows/cols/isa/threads
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -90,6 +92,54 @@ MINFER_BENCH_TYPE(Q8_0)
 MINFER_BENCH_TYPE(Q4_0)
 MINFER_BENCH_TYPE(Q4_K)
 MINFER_BENCH_TYPE(Q6_K)
+
+// Decode as a model runs it: each call reads a matrix no cache holds (copies cycled through
+// 512 MiB), so the GB/s include what a step pays per matmul for starting its streams cold.
+// Args: rows, cols, threads (the best ISA).
+void GemvPackedCold(benchmark::State& st, GgmlType t) {
+  const int64_t rows = st.range(0), cols = st.range(1);
+  set_threads(int(st.range(2)));
+  std::mt19937 rng(1);
+  const auto w = test::random_weights(t, rows, cols, rng);
+  const auto x = test::random_floats(size_t(cols), rng);
+  std::vector<float> y(static_cast<size_t>(rows));
+  WeightView wv{t, w.data(), rows, cols, row_size(t, cols)};
+  const size_t pb = packed_bytes(t, rows, cols);
+  AlignedBuffer pw = aligned_buffer(pb);
+  wv.packed = pw.get();
+  pack_weight(wv, pw.get());
+  const size_t stride = (pb + 4095) / 4096 * 4096, copies = std::max<size_t>(2, (size_t(512) << 20) / stride);
+  AlignedBuffer all = aligned_buffer(stride * copies);
+  for (size_t i = 0; i < copies; ++i) std::memcpy(all.get() + i * stride, pw.get(), pb);
+  size_t i = 0;
+  for (auto _ : st) {
+    wv.packed = all.get() + (i++ % copies) * stride;
+    matmul(wv, x.data(), 1, y.data(), nullptr);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["GB/s"] = benchmark::Counter(double(pb) * double(st.iterations()), benchmark::Counter::kIsRate,
+                                           benchmark::Counter::kIs1000);
+  set_threads(0);
+}
+void cold_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"rows", "cols", "threads"});
+  for (int th : {1, 2})  // qwen2.5-0.5b's q+k+v, attn_output, gate+up, down; qwen3's q+k+v
+    for (auto [r, c] : {std::pair{1152, 896}, {896, 896}, {9728, 896}, {896, 4864}, {4096, 1024}})
+      b->Args({r, c, th});
+  b->UseRealTime();
+}
+// The K-quants need rows of a multiple of 256: qwen3-0.6b's q, k, v, attn_output, gate + up, down.
+void cold_shapes_256(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"rows", "cols", "threads"});
+  for (int th : {1, 2})
+    for (auto [r, c] : {std::pair{2048, 1024}, {1024, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072}})
+      b->Args({r, c, th});
+  b->UseRealTime();
+}
+BENCHMARK_CAPTURE(GemvPackedCold, Q8_0, GgmlType::Q8_0)->Apply(cold_shapes);
+BENCHMARK_CAPTURE(GemvPackedCold, Q4_0, GgmlType::Q4_0)->Apply(cold_shapes);
+BENCHMARK_CAPTURE(GemvPackedCold, Q4_K, GgmlType::Q4_K)->Apply(cold_shapes_256);
+BENCHMARK_CAPTURE(GemvPackedCold, Q6_K, GgmlType::Q6_K)->Apply(cold_shapes_256);
 
 // Attention of qwen2.5-0.5b (14 query heads, 2 KV heads, head size 64) or qwen3-0.6b (16, 8,
 // 128): a prompt of n tokens from position 0 (prefill), or one token at position n - 1 (decode).
