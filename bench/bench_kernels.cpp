@@ -178,6 +178,8 @@ BENCHMARK(Attention)
     ->Args({512, 1, 1, 2, 0})
     ->Args({512, 1, 1, 1, 1})
     ->Args({512, 0, 1, 1, 1})
+    ->Args({2048, 0, 1, 2, 1})
+    ->Args({2048, 0, 1, 2, 0})
     ->UseRealTime();
 
 }  // namespace

@@ -304,7 +304,14 @@ void heads_tile(const float* q, int64_t hd, const float* kt, float* s, int64_t l
     softmax512(n[g], s + g * ld, scale);
     for (int64_t j = n[g]; j < n_all; ++j) s[g * ld + j] = 0.0f;
   }
+  // Few rows (a decode step's heads of one KV head) sum more columns a pass: up to all 128 of a
+  // head in one pass over the V rows, which decode streams from memory (G * VC accumulators and
+  // VC value vectors fit the 32 registers). Each lane's chain is the same in any chunking.
+  constexpr int VC = G <= 2 ? 8 : G <= 4 ? 4 : 2;
   int64_t c = 0;
+  if constexpr (VC > 2)
+    for (; c + 16 * VC <= hdv; c += 16 * VC)
+      vsum_block512<G, VC, VF16, false>(s, ld, n_all, vbase, vstride, c, __mmask16(0xFFFF), outs);
   for (; c + 32 < hdv; c += 32)
     vsum_block512<G, 2, VF16, false>(s, ld, n_all, vbase, vstride, c, __mmask16(0xFFFF), outs);
   if (hdv - c == 32)
