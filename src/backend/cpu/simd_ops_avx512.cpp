@@ -234,8 +234,15 @@ void transpose_keys(const uint8_t* kbase, size_t kstride, bool f16, int64_t n, i
         r[l] = j < n ? load_row(kbase + size_t(j) * kstride, f16, i0, m) : _mm512_setzero_ps();
       }
       transpose16(r);
-      const int64_t nd = hd - i0 < 16 ? hd - i0 : 16;
-      for (int64_t c = 0; c < nd; ++c) _mm512_store_ps(out + (i0 + c) * 16, r[c]);
+      // A whole chunk stores straight from the registers: with a run-time count GCC spilled
+      // the 16 vectors and copied them with rep movsq (30 % of a long-context decode step's
+      // transposes).
+      if (hd - i0 >= 16) {
+#pragma GCC unroll 16
+        for (int c = 0; c < 16; ++c) _mm512_store_ps(out + (i0 + c) * 16, r[c]);
+      } else {
+        for (int64_t c = 0; c < hd - i0; ++c) _mm512_store_ps(out + (i0 + c) * 16, r[c]);
+      }
     }
   }
 }
