@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/backend.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/repack.h"
@@ -151,9 +152,9 @@ void Attention(benchmark::State& st) {
   const GgmlType kvt = st.range(2) ? GgmlType::F16 : GgmlType::F32;
   set_threads(int(st.range(3)));
   std::mt19937 rng(1);
-  const size_t rb = row_size(kvt, n_head_kv * hd);
-  std::vector<uint8_t> kmem(rb * size_t(n)), vmem(kmem.size());
-  KvRegion k{kvt, kmem.data(), n_head_kv * hd, n, rb}, v{kvt, vmem.data(), n_head_kv * hd, n, rb};
+  std::vector<uint8_t> kmem(kv_region_bytes(kvt, n_head_kv * hd, n, n_head_kv)), vmem(kmem.size());
+  KvRegion k = make_kv_region(kvt, kmem.data(), n_head_kv * hd, n, n_head_kv);
+  KvRegion v = make_kv_region(kvt, vmem.data(), n_head_kv * hd, n, n_head_kv);
   std::vector<int32_t> pos(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) pos[i] = int32_t(i);
   const auto kv = test::random_floats(size_t(n * n_head_kv * hd), rng);

@@ -111,6 +111,9 @@ NodeId GraphBuilder::kv_store(int layer, NodeId k, NodeId v, NodeId pos, const K
     fail("graph builder: kv_store.{} positions '{}' must be {} i32 values", layer, p.name,
          kn.shape[1]);
   if (meta.n_ctx <= 0) fail("graph builder: kv_store.{} with n_ctx {}", layer, meta.n_ctx);
+  if (meta.n_head_kv <= 0 || meta.k_width % meta.n_head_kv != 0 || meta.v_width % meta.n_head_kv != 0)
+    fail("graph builder: kv_store.{}: widths {} / {} are not {} heads", layer, meta.k_width,
+         meta.v_width, meta.n_head_kv);
   // The declared shape mirrors the persistent K region: the allocator's sizing contract.
   return append(fmt::format("kv_store.{}", layer), OpKvStore{layer}, {k, v, pos},
                 {meta.k_width, meta.n_ctx, 1, 1}, DType::F32, meta);
@@ -121,6 +124,9 @@ NodeId GraphBuilder::kv_load(int layer, const KvMeta& meta) {
   if (meta.n_ctx <= 0 || meta.k_width <= 0 || meta.v_width <= 0)
     fail("graph builder: kv_load.{} with n_ctx {} widths {} / {}", layer, meta.n_ctx,
          meta.k_width, meta.v_width);
+  if (meta.n_head_kv <= 0 || meta.k_width % meta.n_head_kv != 0 || meta.v_width % meta.n_head_kv != 0)
+    fail("graph builder: kv_load.{}: widths {} / {} are not {} heads", layer, meta.k_width,
+         meta.v_width, meta.n_head_kv);
   return append(fmt::format("kv_load.{}", layer), OpKvLoad{layer}, {},
                 {meta.k_width, meta.n_ctx, 1, 1}, DType::F32, meta);
 }
@@ -140,6 +146,8 @@ NodeId GraphBuilder::attn(NodeId q, NodeId kv, NodeId pos, const AttnMeta& meta)
   if (std::get<OpKvLoad>(kvn.op).layer != meta.layer)
     fail("graph builder: attn of layer {} reads the KV of layer {}", meta.layer,
          std::get<OpKvLoad>(kvn.op).layer);
+  if (const auto* km = std::get_if<KvMeta>(&kvn.meta); km && km->n_head_kv != meta.n_head_kv)
+    fail("graph builder: attn over {} KV heads reads a cache of {}", meta.n_head_kv, km->n_head_kv);
   if (p.dtype != DType::I32 || p.shape[0] != qn.shape[1])
     fail("graph builder: attn positions '{}' must be {} i32 values", p.name, qn.shape[1]);
   return append("attn", OpAttn{}, {q, kv, pos}, {meta.n_head * meta.head_dim_v, qn.shape[1], 1, 1},

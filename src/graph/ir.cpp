@@ -91,8 +91,8 @@ struct MetaString {
                        m.layer, m.n_head, m.n_head_kv, m.head_dim, m.head_dim_v, m.nkt, m.scale);
   }
   std::string operator()(const KvMeta& m) const {
-    return fmt::format("layer={} k_width={} v_width={} n_ctx={}", m.layer, m.k_width, m.v_width,
-                       m.n_ctx);
+    return fmt::format("layer={} k_width={} v_width={} n_ctx={} n_head_kv={}", m.layer, m.k_width,
+                       m.v_width, m.n_ctx, m.n_head_kv);
   }
   std::string operator()(const EmbedMeta& m) const {
     return fmt::format("weight={} type={}", m.weight, type_name(m.weight_type));

@@ -118,6 +118,7 @@ struct KvMeta {
   int layer = 0;
   int64_t k_width = 0, v_width = 0;  // elements per K row / V row (n_head_kv * head dims)
   int64_t n_ctx = 0;
+  int64_t n_head_kv = 1;  // the regions hold each KV head's rows apart (cpu::KvRegion)
   bool operator==(const KvMeta&) const = default;
 };
 struct EmbedMeta {

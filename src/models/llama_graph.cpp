@@ -45,7 +45,7 @@ struct Ctx {
     return m;
   }
   graph::KvMeta kv_meta(int il) const {
-    return {il, hp.n_embd_k(), hp.n_embd_v(), p.cparams.n_ctx};
+    return {il, hp.n_embd_k(), hp.n_embd_v(), p.cparams.n_ctx, hp.n_head_kv};
   }
   graph::AttnMeta attn_meta(int il) const {
     graph::AttnMeta m;

@@ -87,10 +87,11 @@ class KvStore {
   ~KvStore();
 
   // Creates the regions of every layer named by a KvStore/KvLoad/fused KV node of `g` that
-  // does not exist yet (zero-filled). Existing regions keep their contents; a layer whose
-  // geometry (widths, n_ctx) differs from its existing region is an Error.
+  // does not exist yet (zero-filled; head-major, cpu::KvRegion). Existing regions keep their
+  // contents; a layer whose geometry (widths, n_ctx, heads) differs from its existing region is
+  // an Error.
   void ensure(const graph::ComputeGraph& g);
-  void ensure_layer(int layer, int64_t k_width, int64_t v_width, int64_t n_ctx);
+  void ensure_layer(int layer, int64_t k_width, int64_t v_width, int64_t n_ctx, int64_t n_heads = 1);
 
   bool has_layer(int layer) const;
   KvPair layer(int layer);  // throws minfer::Error when the layer has no regions

@@ -1,13 +1,14 @@
 #include <cstring>
 #include <new>
 
+#include "backend/cpu/backend.h"
 #include "common/error.h"
 #include "sched/alloc.h"
 
 namespace minfer::sched {
 
 struct KvStore::Layer {
-  int64_t k_width = 0, v_width = 0, n_ctx = 0;
+  int64_t k_width = 0, v_width = 0, n_ctx = 0, n_heads = 1;
   size_t k_bytes = 0, v_bytes = 0;
   uint8_t* mem = nullptr;  // K region then V region, one aligned block
   KvPair pair;
@@ -24,19 +25,21 @@ KvStore::KvStore(GgmlType kv_type) : type_(kv_type) {
 
 KvStore::~KvStore() = default;
 
-void KvStore::ensure_layer(int layer, int64_t k_width, int64_t v_width, int64_t n_ctx) {
+void KvStore::ensure_layer(int layer, int64_t k_width, int64_t v_width, int64_t n_ctx,
+                           int64_t n_heads) {
   if (layer < 0) fail("KV cache: negative layer {}", layer);
   if (k_width <= 0 || v_width <= 0 || n_ctx <= 0)
     fail("KV cache: layer {} with widths {}/{} and n_ctx {}", layer, k_width, v_width, n_ctx);
   const int64_t block = type_traits(type_).block_size;
-  if (k_width % block != 0 || v_width % block != 0)
-    fail("KV cache: layer {} rows of {}/{} elements are not a multiple of {}'s block of {}", layer,
-         k_width, v_width, type_name(type_), block);
+  if (n_heads <= 0 || k_width % n_heads != 0 || v_width % n_heads != 0 ||
+      (k_width / n_heads) % block != 0 || (v_width / n_heads) % block != 0)
+    fail("KV cache: layer {} rows of {}/{} elements cannot hold {} heads of whole {} blocks of {}",
+         layer, k_width, v_width, n_heads, type_name(type_), block);
   if (size_t(layer) < layers_.size() && layers_[size_t(layer)]) {
     const Layer& l = *layers_[size_t(layer)];
-    if (l.k_width != k_width || l.v_width != v_width || l.n_ctx != n_ctx)
-      fail("KV cache: layer {} already holds {}x{}/{} rows, the graph wants {}x{}/{}", layer,
-           l.n_ctx, l.k_width, l.v_width, n_ctx, k_width, v_width);
+    if (l.k_width != k_width || l.v_width != v_width || l.n_ctx != n_ctx || l.n_heads != n_heads)
+      fail("KV cache: layer {} already holds {}x{}/{} rows of {} heads, the graph wants {}x{}/{} of {}",
+           layer, l.n_ctx, l.k_width, l.v_width, l.n_heads, n_ctx, k_width, v_width, n_heads);
     return;
   }
   if (size_t(layer) >= layers_.size()) layers_.resize(size_t(layer) + 1);
@@ -44,23 +47,25 @@ void KvStore::ensure_layer(int layer, int64_t k_width, int64_t v_width, int64_t 
   l->k_width = k_width;
   l->v_width = v_width;
   l->n_ctx = n_ctx;
-  const size_t k_row = row_size(type_, k_width), v_row = row_size(type_, v_width);
-  l->k_bytes = (k_row * size_t(n_ctx) + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
-  l->v_bytes = v_row * size_t(n_ctx);
+  l->n_heads = n_heads;
+  const size_t k_bytes = cpu::kv_region_bytes(type_, k_width, n_ctx, n_heads);
+  l->k_bytes = (k_bytes + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
+  l->v_bytes = cpu::kv_region_bytes(type_, v_width, n_ctx, n_heads);
   l->mem = static_cast<uint8_t*>(
       ::operator new(l->k_bytes + l->v_bytes, std::align_val_t{kBufferAlign}));
   std::memset(l->mem, 0, l->k_bytes + l->v_bytes);
-  l->pair.k = cpu::KvRegion{type_, l->mem, k_width, n_ctx, k_row};
-  l->pair.v = cpu::KvRegion{type_, l->mem + l->k_bytes, v_width, n_ctx, v_row};
+  l->pair.k = cpu::make_kv_region(type_, l->mem, k_width, n_ctx, n_heads);
+  l->pair.v = cpu::make_kv_region(type_, l->mem + l->k_bytes, v_width, n_ctx, n_heads);
   layers_[size_t(layer)] = std::move(l);
 }
 
 void KvStore::ensure(const graph::ComputeGraph& g) {
   for (const graph::CNode& n : g.nodes) {
     if (const auto* m = std::get_if<graph::KvMeta>(&n.meta)) {
-      ensure_layer(m->layer, m->k_width, m->v_width, m->n_ctx);
+      ensure_layer(m->layer, m->k_width, m->v_width, m->n_ctx, m->n_head_kv);
     } else if (const auto* f = std::get_if<graph::FusedQkvMeta>(&n.meta)) {
-      ensure_layer(f->layer, f->n_head_kv * f->head_dim, f->n_head_kv * f->head_dim_v, f->n_ctx);
+      ensure_layer(f->layer, f->n_head_kv * f->head_dim, f->n_head_kv * f->head_dim_v, f->n_ctx,
+                   f->n_head_kv);
     }
   }
 }

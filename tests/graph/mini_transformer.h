@@ -47,7 +47,7 @@ inline MiniGraph build_mini(const MiniConfig& c, const graph::GraphParams& p) {
     const std::string blk = "blk." + std::to_string(il) + ".";
     const NodeId residual = h;
     NodeId x = b.rms_norm(h, 1e-6f, blk + "attn_norm.weight");
-    KvMeta kvm{il, kv_w, kv_w, c.n_ctx};
+    KvMeta kvm{il, kv_w, kv_w, c.n_ctx, c.n_head_kv};
     FusedQkvMeta fq;
     fq.layer = il;
     fq.wq = blk + "attn_q.weight";

@@ -113,7 +113,7 @@ TEST(Ir, Printers) {
   EXPECT_EQ(op_name(OpFusedQkvNorm{1}), "FusedQkvNorm");
   EXPECT_EQ(std::string(dtype_name(DType::I32)), "i32");
   EXPECT_EQ(meta_string(NodeMeta(KvMeta{2, 128, 64, 4096})),
-            "layer=2 k_width=128 v_width=64 n_ctx=4096");
+            "layer=2 k_width=128 v_width=64 n_ctx=4096 n_head_kv=1");
 }
 
 TEST(Ir, OpClassification) {

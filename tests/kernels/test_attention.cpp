@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/act_quant.h"
+#include "backend/cpu/backend.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kernels.h"
 #include "common/error.h"
@@ -21,15 +22,16 @@ namespace {
 struct Region {
   std::vector<uint8_t> mem;
   KvRegion r;
-  Region(GgmlType t, int64_t width, int64_t n_ctx) {
-    const size_t rb = row_size(t, width);
-    mem.assign(rb * size_t(n_ctx), 0);
-    r = KvRegion{t, mem.data(), width, n_ctx, rb};
+  Region(GgmlType t, int64_t width, int64_t n_ctx, int64_t n_heads) {
+    mem.assign(kv_region_bytes(t, width, n_ctx, n_heads), 0);
+    r = make_kv_region(t, mem.data(), width, n_ctx, n_heads);
   }
-  // Element i of row j as the kernels see it.
+  // Row j (all heads, in order) as the kernels see it.
   std::vector<float> row(int64_t j) const {
+    const int64_t hw = r.width / r.n_heads;
     std::vector<float> out(size_t(r.width));
-    quant::dequantize_row(r.type, mem.data() + size_t(j) * r.row_bytes, out.data(), r.width);
+    for (int64_t h = 0; h < r.n_heads; ++h)
+      quant::dequantize_row(r.type, kv_row(r, h, j), out.data() + h * hw, hw);
     return out;
   }
 };
@@ -54,7 +56,7 @@ void check_attention(GgmlType kt, GgmlType vt, int64_t n_head, int64_t n_head_kv
                                   << isa_name(active_isa()));
   std::mt19937 rng(11);
   const int64_t n_ctx = 20, n_fill = 12;
-  Region k(kt, n_head_kv * hd, n_ctx), v(vt, n_head_kv * hdv, n_ctx);
+  Region k(kt, n_head_kv * hd, n_ctx, n_head_kv), v(vt, n_head_kv * hdv, n_ctx, n_head_kv);
   std::vector<int32_t> fill_pos(n_fill);
   for (int64_t i = 0; i < n_fill; ++i) fill_pos[i] = int32_t(i);
   auto ksrc = test::random_floats(size_t(n_fill * n_head_kv * hd), rng);
@@ -111,34 +113,46 @@ TEST_F(AttentionTest, MatchesNaiveReferenceForEveryCacheType) {
 }
 
 TEST_F(AttentionTest, RejectsBadShapes) {
-  Region k(GgmlType::Q8_0, 48, 4), v(GgmlType::F32, 48, 4);
+  Region k(GgmlType::F32, 48, 4, 3), v(GgmlType::F32, 48, 4, 3);
   std::vector<float> q(48), out(48);
   const int32_t pos = 0;
   AttnParams p{3, 2, 16, 16, 1.0f};
   EXPECT_THROW(attention(q.data(), &pos, 1, k.r, v.r, p, out.data()), Error);  // 3 / 2 heads
+  AttnParams p1{3, 1, 48, 48, 1.0f};
+  EXPECT_THROW(attention(q.data(), &pos, 1, k.r, v.r, p1, out.data()), Error);  // caches of 3 heads
+  KvRegion q8 = k.r;
+  q8.type = GgmlType::Q8_0;
   AttnParams p2{3, 3, 16, 16, 1.0f};
-  EXPECT_THROW(attention(q.data(), &pos, 1, k.r, v.r, p2, out.data()), Error);  // Q8_0, hd 16
+  EXPECT_THROW(attention(q.data(), &pos, 1, q8, v.r, p2, out.data()), Error);  // Q8_0, hd 16
+  EXPECT_THROW(make_kv_region(GgmlType::Q8_0, k.mem.data(), 48, 4, 3), Error);
+  EXPECT_THROW(make_kv_region(GgmlType::F32, k.mem.data(), 48, 4, 5), Error);
 }
 
-TEST(KvStore, ConvertsAndWritesOnlyTheGivenRows) {
+// Head-major: head h's rows lie together, n_ctx rows of width / n_heads elements each.
+TEST(KvStore, ConvertsAndWritesOnlyTheGivenRowsOfEachHead) {
   std::mt19937 rng(2);
-  const int64_t width = 64;
+  const int64_t width = 64, n_heads = 2, hw = 32, n_ctx = 5;
   auto src = test::random_floats(size_t(2 * width), rng);
   const int32_t pos[2] = {3, 1};
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
-    Region r(t, width, 5);
+    Region r(t, width, n_ctx, n_heads);
+    ASSERT_EQ(r.r.row_bytes, row_size(t, hw));
+    ASSERT_EQ(r.mem.size(), size_t(n_heads * n_ctx) * r.r.row_bytes);
     kv_store(r.r, src.data(), pos, 2);
-    for (int64_t row : {0, 2, 4})
-      for (size_t b = 0; b < r.r.row_bytes; ++b) ASSERT_EQ(r.mem[row * r.r.row_bytes + b], 0);
-    std::vector<uint8_t> expect(r.r.row_bytes);
-    for (int tt = 0; tt < 2; ++tt) {
-      const float* s = src.data() + tt * width;
-      if (t == GgmlType::F32) std::memcpy(expect.data(), s, r.r.row_bytes);
-      if (t == GgmlType::F16)
-        for (int64_t i = 0; i < width; ++i) ((uint16_t*)expect.data())[i] = fp32_to_fp16(s[i]);
-      if (t == GgmlType::Q8_0) quantize_act_q8_0(s, (quant::block_q8_0*)expect.data(), width);
-      EXPECT_EQ(0, std::memcmp(expect.data(), r.mem.data() + pos[tt] * r.r.row_bytes, r.r.row_bytes))
-          << type_name(t) << " row " << pos[tt];
+    for (int64_t h = 0; h < n_heads; ++h) {
+      const uint8_t* head = r.mem.data() + size_t(h * n_ctx) * r.r.row_bytes;
+      for (int64_t row : {0, 2, 4})
+        for (size_t b = 0; b < r.r.row_bytes; ++b) ASSERT_EQ(head[row * r.r.row_bytes + b], 0);
+      std::vector<uint8_t> expect(r.r.row_bytes);
+      for (int tt = 0; tt < 2; ++tt) {
+        const float* s = src.data() + tt * width + h * hw;
+        if (t == GgmlType::F32) std::memcpy(expect.data(), s, r.r.row_bytes);
+        if (t == GgmlType::F16)
+          for (int64_t i = 0; i < hw; ++i) ((uint16_t*)expect.data())[i] = fp32_to_fp16(s[i]);
+        if (t == GgmlType::Q8_0) quantize_act_q8_0(s, (quant::block_q8_0*)expect.data(), hw);
+        EXPECT_EQ(0, std::memcmp(expect.data(), head + pos[tt] * r.r.row_bytes, r.r.row_bytes))
+            << type_name(t) << " head " << h << " row " << pos[tt];
+      }
     }
   }
 }

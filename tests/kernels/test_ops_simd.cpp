@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/backend.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kernels.h"
 #include "common/fp16.h"
@@ -263,7 +264,7 @@ TEST_F(OpsSimd, KvStoreF16IsBitIdenticalToTheScalarConversion) {
   for (Isa isa : isas()) {
     force_isa(isa);
     std::vector<uint16_t> mem(static_cast<size_t>(width));
-    KvRegion r{GgmlType::F16, reinterpret_cast<uint8_t*>(mem.data()), width, 1, size_t(width) * 2};
+    KvRegion r = make_kv_region(GgmlType::F16, reinterpret_cast<uint8_t*>(mem.data()), width, 1);
     const int32_t pos = 0;
     kv_store(r, src.data(), &pos, 1);
     for (int64_t i = 0; i < width; ++i)
@@ -294,10 +295,10 @@ TEST_F(OpsSimd, AttentionMatchesScalarPathAndIgnoresThreadCount) {
                                     << c.n_head << "/" << c.n_head_kv << " hd " << c.hd << "/"
                                     << c.hdv << " nt " << c.nt);
     const int64_t n_ctx = 700;
-    const size_t krb = row_size(c.kt, c.n_head_kv * c.hd), vrb = row_size(c.vt, c.n_head_kv * c.hdv);
-    std::vector<uint8_t> km(krb * n_ctx), vm(vrb * n_ctx);
-    KvRegion k{c.kt, km.data(), c.n_head_kv * c.hd, n_ctx, krb};
-    KvRegion v{c.vt, vm.data(), c.n_head_kv * c.hdv, n_ctx, vrb};
+    std::vector<uint8_t> km(kv_region_bytes(c.kt, c.n_head_kv * c.hd, n_ctx, c.n_head_kv));
+    std::vector<uint8_t> vm(kv_region_bytes(c.vt, c.n_head_kv * c.hdv, n_ctx, c.n_head_kv));
+    KvRegion k = make_kv_region(c.kt, km.data(), c.n_head_kv * c.hd, n_ctx, c.n_head_kv);
+    KvRegion v = make_kv_region(c.vt, vm.data(), c.n_head_kv * c.hdv, n_ctx, c.n_head_kv);
     std::vector<int32_t> all(static_cast<size_t>(n_ctx));
     for (int64_t i = 0; i < n_ctx; ++i) all[i] = int32_t(i);
     const auto ks = test::random_floats(size_t(n_ctx * k.width), rng);

@@ -38,6 +38,13 @@ class MapWeights final : public sched::WeightStore {
   std::map<std::string, sched::WeightRef> refs_;
 };
 
+// Element e (of the whole row, heads in order) at position pos of an F32 KV region, in its
+// head-major layout (cpu::KvRegion).
+inline float& kv_at(const cpu::KvRegion& r, int64_t pos, int64_t e) {
+  const int64_t hw = r.width / r.n_heads;
+  return reinterpret_cast<float*>(cpu::kv_row(r, e / hw, pos))[e % hw];
+}
+
 class RefBackend final : public sched::Backend {
  public:
   using Filter = std::function<bool(const graph::CNode&)>;
@@ -133,18 +140,14 @@ class RefBackend final : public sched::Backend {
       const int32_t* pos = srci(2);
       sched::KvPair kv = t.kv(m.layer);
       for (int64_t r = 0; r < t.node(n.src[0]).shape[1]; ++r) {
-        std::copy(k + r * m.k_width, k + (r + 1) * m.k_width,
-                  reinterpret_cast<float*>(kv.k.data) + pos[r] * m.k_width);
-        std::copy(v + r * m.v_width, v + (r + 1) * m.v_width,
-                  reinterpret_cast<float*>(kv.v.data) + pos[r] * m.v_width);
+        for (int64_t e = 0; e < m.k_width; ++e) kv_at(kv.k, pos[r], e) = k[r * m.k_width + e];
+        for (int64_t e = 0; e < m.v_width; ++e) kv_at(kv.v, pos[r], e) = v[r * m.v_width + e];
       }
     } else if (std::holds_alternative<OpAttn>(n.op)) {
       const auto& m = std::get<AttnMeta>(n.meta);
       const float* q = src(0);
       const int32_t* pos = srci(2);
       sched::KvPair kv = t.kv(m.layer);
-      const float* K = reinterpret_cast<const float*>(kv.k.data);
-      const float* V = reinterpret_cast<const float*>(kv.v.data);
       const int64_t qw = t.node(n.src[0]).shape[0];
       const int64_t group = m.n_head / m.n_head_kv;
       for (int64_t r = 0; r < nt; ++r)
@@ -156,7 +159,7 @@ class RefBackend final : public sched::Backend {
           for (int64_t j = 0; j <= pos[r]; ++j) {
             float acc = 0;
             for (int64_t i = 0; i < m.head_dim; ++i)
-              acc += qh[i] * K[j * kv.k.width + kh * m.head_dim + i];
+              acc += qh[i] * kv_at(kv.k, j, kh * m.head_dim + i);
             s[size_t(j)] = acc * m.scale;
             mx = std::max(mx, s[size_t(j)]);
           }
@@ -166,7 +169,7 @@ class RefBackend final : public sched::Backend {
           for (int64_t i = 0; i < m.head_dim_v; ++i) {
             float acc = 0;
             for (int64_t j = 0; j <= pos[r]; ++j)
-              acc += s[size_t(j)] * V[j * kv.v.width + kh * m.head_dim_v + i];
+              acc += s[size_t(j)] * kv_at(kv.v, j, kh * m.head_dim_v + i);
             o[i] = acc / sum;
           }
         }
@@ -202,10 +205,8 @@ class RefBackend final : public sched::Backend {
           rope_head(out + r * qw + h * m.head_dim, pos[r], m.n_rot, m.freq_base, neox);
         for (int64_t h = 0; h < m.n_head_kv; ++h)
           rope_head(k.data() + r * kw + h * m.head_dim, pos[r], m.n_rot, m.freq_base, neox);
-        std::copy(k.begin() + r * kw, k.begin() + (r + 1) * kw,
-                  reinterpret_cast<float*>(kv.k.data) + pos[r] * kw);
-        std::copy(v.begin() + r * vw, v.begin() + (r + 1) * vw,
-                  reinterpret_cast<float*>(kv.v.data) + pos[r] * vw);
+        for (int64_t e = 0; e < kw; ++e) kv_at(kv.k, pos[r], e) = k[size_t(r * kw + e)];
+        for (int64_t e = 0; e < vw; ++e) kv_at(kv.v, pos[r], e) = v[size_t(r * vw + e)];
       }
     } else if (std::holds_alternative<OpFusedFFN>(n.op)) {
       const auto& m = std::get<FusedFfnMeta>(n.meta);

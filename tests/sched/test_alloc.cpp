@@ -223,8 +223,9 @@ TEST(KvStore, RegionsAreSizedFromTheGraphAndKeepTheirContents) {
   ComputeGraph g = test::build_mini(c, test::mini_params(3, 1)).g;
   sched::KvStore kv(GgmlType::Q8_0);
   EXPECT_THROW(kv.layer(0), Error);
-  c.n_head = 8;
-  c.n_head_kv = 8;  // k width 32: a whole Q8_0 block
+  c.n_head = 1;
+  c.n_head_kv = 1;
+  c.head_dim = 32;  // k width 32: one head of a whole Q8_0 block (each head's rows are whole blocks)
   ComputeGraph wide = test::build_mini(c, test::mini_params(3, 1)).g;
   EXPECT_THROW(kv.ensure(g), Error) << "4-wide rows are not whole Q8_0 blocks";
   sched::KvStore q8(GgmlType::Q8_0);
@@ -248,4 +249,24 @@ TEST(KvStore, RegionsAreSizedFromTheGraphAndKeepTheirContents) {
   f16.clear();
   EXPECT_EQ(f16.layer(0).k.data[5], 0);
   EXPECT_THROW(sched::KvStore(GgmlType::Q4_0), Error);
+}
+
+// Each KV head's rows lie together (cpu::KvRegion): the heads come from the graph's KV nodes.
+TEST(KvStore, RegionsAreHeadMajor) {
+  sched::KvStore kv(GgmlType::F16);
+  kv.ensure_layer(0, 16, 16, 8, 2);
+  const sched::KvPair p = kv.layer(0);
+  EXPECT_EQ(p.k.n_heads, 2);
+  EXPECT_EQ(p.k.row_bytes, 16u);    // 8 F16 elements of one head
+  EXPECT_EQ(p.k.head_bytes, 128u);  // 8 positions of them
+  EXPECT_EQ(cpu::kv_row(p.v, 1, 3), p.v.data + 128 + 3 * 16);
+  EXPECT_THROW(kv.ensure_layer(0, 16, 16, 8, 4), Error) << "the layer holds 2 heads";
+  EXPECT_THROW(kv.ensure_layer(1, 16, 16, 8, 3), Error) << "16 is not 3 heads";
+  test::MiniConfig c;
+  c.n_head = 4;
+  c.n_head_kv = 2;
+  sched::KvStore g(GgmlType::F32);
+  g.ensure(test::build_mini(c, test::mini_params(3, 1)).g);
+  EXPECT_EQ(g.layer(0).k.n_heads, 2);
+  EXPECT_EQ(g.layer(0).k.row_bytes, size_t(c.head_dim) * 4);
 }

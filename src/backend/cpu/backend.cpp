@@ -32,27 +32,31 @@ bool kv_type_supported(GgmlType t) {
   return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::Q8_0;
 }
 
-size_t kv_region_bytes(GgmlType type, int64_t width, int64_t n_ctx) {
+size_t kv_region_bytes(GgmlType type, int64_t width, int64_t n_ctx, int64_t n_heads) {
   if (!kv_type_supported(type)) {
     fail("KV cache type {} is not supported (use f32, f16 or q8_0)", type_name(type));
   }
-  const int64_t bs = type_traits(type).block_size;
-  if (width <= 0 || width % bs != 0) {
-    fail("KV cache type {} needs a row width that is a multiple of {}, got {}", type_name(type),
-         bs, width);
+  if (n_heads <= 0 || width <= 0 || width % n_heads != 0)
+    fail("KV cache: a row of {} elements cannot hold {} heads", width, n_heads);
+  const int64_t bs = type_traits(type).block_size, head = width / n_heads;
+  if (head % bs != 0) {
+    fail("KV cache type {} needs heads of a multiple of {} elements, got {}", type_name(type), bs,
+         head);
   }
   if (n_ctx <= 0) fail("KV cache: context size must be positive, got {}", n_ctx);
-  return row_size(type, width) * size_t(n_ctx);
+  return row_size(type, head) * size_t(n_heads) * size_t(n_ctx);
 }
 
-KvRegion make_kv_region(GgmlType type, uint8_t* data, int64_t width, int64_t n_ctx) {
+KvRegion make_kv_region(GgmlType type, uint8_t* data, int64_t width, int64_t n_ctx, int64_t n_heads) {
+  (void)kv_region_bytes(type, width, n_ctx, n_heads);  // validates type, width and heads
   KvRegion r;
   r.type = type;
   r.data = data;
   r.width = width;
   r.n_ctx = n_ctx;
-  r.row_bytes = row_size(type, width);
-  (void)kv_region_bytes(type, width, n_ctx);  // validates type and width
+  r.n_heads = n_heads;
+  r.row_bytes = row_size(type, width / n_heads);
+  r.head_bytes = r.row_bytes * size_t(n_ctx);
   return r;
 }
 

@@ -21,11 +21,11 @@ WeightView make_weight_view(std::string_view name, GgmlType type, const uint8_t*
 // Types a KV region may use (F32, F16, Q8_0).
 bool kv_type_supported(GgmlType t);
 
-// Bytes of one region of n_ctx rows of `width` elements; Error when the type is not
-// supported or width is not a whole number of its blocks.
-size_t kv_region_bytes(GgmlType type, int64_t width, int64_t n_ctx);
+// Bytes of one region of n_ctx positions of `width` elements in n_heads heads; Error when the
+// type is not supported, width is not n_heads equal heads or a head not whole blocks.
+size_t kv_region_bytes(GgmlType type, int64_t width, int64_t n_ctx, int64_t n_heads = 1);
 
-// A region view over caller-owned memory of kv_region_bytes(type, width, n_ctx) bytes.
-KvRegion make_kv_region(GgmlType type, uint8_t* data, int64_t width, int64_t n_ctx);
+// A region view (head-major, kernels.h) over caller-owned memory of kv_region_bytes(...) bytes.
+KvRegion make_kv_region(GgmlType type, uint8_t* data, int64_t width, int64_t n_ctx, int64_t n_heads = 1);
 
 }  // namespace minfer::cpu

@@ -80,17 +80,28 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n);  // silu
 void add(const float* a, const float* b, float* out, int64_t n);
 void mul(const float* a, const float* b, float* out, int64_t n);
 
-// A persistent K or V region of one layer: n_ctx rows of `width` elements of `type`
-// (F32, F16 or Q8_0; width must be a multiple of 32 for Q8_0).
+// A persistent K or V region of one layer: per position, `width` elements of `type` (F32, F16
+// or Q8_0), the rows of n_heads heads of width / n_heads elements each (a multiple of 32 for
+// Q8_0). Head-major: head h's n_ctx rows are contiguous, at data + h * head_bytes, position p's
+// at + p * row_bytes; a decode step's attention to one KV head then streams one block of memory
+// instead of a slice of every position's row (make_kv_region, backend.h).
 struct KvRegion {
   GgmlType type = GgmlType::F32;
   uint8_t* data = nullptr;
   int64_t width = 0;
   int64_t n_ctx = 0;
-  size_t row_bytes = 0;
+  int64_t n_heads = 1;
+  size_t row_bytes = 0;   // one head's row: row_size(type, width / n_heads)
+  size_t head_bytes = 0;  // n_ctx * row_bytes
 };
 
-// Writes rows src[t] (width floats) at row pos[t], converting to the region's type.
+// Head h's row at position pos.
+inline uint8_t* kv_row(const KvRegion& r, int64_t h, int64_t pos) {
+  return r.data + size_t(h) * r.head_bytes + size_t(pos) * r.row_bytes;
+}
+
+// Writes rows src[t] (width floats, the heads in order) at position pos[t], converting to the
+// region's type.
 // Positions must be < n_ctx (checked by the caller, which reports the error).
 void kv_store(KvRegion& dst, const float* src, const int32_t* pos, int64_t nt);
 

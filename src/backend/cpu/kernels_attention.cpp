@@ -27,34 +27,37 @@
 namespace minfer::cpu {
 namespace {
 
-// Element offset `e` of a row in bytes; e must be block-aligned for Q8_0.
-size_t elem_offset(GgmlType t, int64_t e) { return row_size(t, e); }
-
-void check_region(const KvRegion& r, int64_t head_dim, const char* what) {
+void check_region(const KvRegion& r, int64_t n_head_kv, int64_t head_dim, const char* what) {
   if (r.type != GgmlType::F32 && r.type != GgmlType::F16 && r.type != GgmlType::Q8_0)
     fail("attention: {} cache type {} is not supported", what, type_name(r.type));
   if (r.type == GgmlType::Q8_0 && head_dim % quant::QK8_0 != 0)
     fail("attention: head size {} is not a multiple of 32, which a Q8_0 {} cache needs",
          head_dim, what);
+  if (r.n_heads != n_head_kv || r.width != n_head_kv * head_dim)
+    fail("attention: the {} cache holds {} heads in rows of {}, the attention wants {} of {}", what,
+         r.n_heads, r.width, n_head_kv, head_dim);
 }
 
 }  // namespace
 
 void kv_store(KvRegion& dst, const float* src, const int32_t* pos, int64_t nt) {
   const ToF16Fn to_f16 = ops_kernels(active_isa()).to_f16;
-  for (int64_t t = 0; t < nt; ++t) {
-    uint8_t* row = dst.data + size_t(pos[t]) * dst.row_bytes;
-    const float* s = src + t * dst.width;
-    switch (dst.type) {
-      case GgmlType::F32: std::memcpy(row, s, size_t(dst.width) * sizeof(float)); break;
-      case GgmlType::F16: to_f16(s, reinterpret_cast<uint16_t*>(row), dst.width); break;
-      case GgmlType::Q8_0:
-        // ggml's set_rows into a Q8_0 cache uses the CPU's from_float, the same as activations.
-        quantize_act_q8_0(s, reinterpret_cast<quant::block_q8_0*>(row), dst.width);
-        break;
-      default: fail("kv_store: cache type {} is not supported", type_name(dst.type));
+  const int64_t hw = dst.width / dst.n_heads;
+  for (int64_t t = 0; t < nt; ++t)
+    for (int64_t h = 0; h < dst.n_heads; ++h) {
+      uint8_t* row = kv_row(dst, h, pos[t]);
+      const float* s = src + t * dst.width + h * hw;
+      switch (dst.type) {
+        case GgmlType::F32: std::memcpy(row, s, size_t(hw) * sizeof(float)); break;
+        case GgmlType::F16: to_f16(s, reinterpret_cast<uint16_t*>(row), hw); break;
+        case GgmlType::Q8_0:
+          // ggml's set_rows into a Q8_0 cache uses the CPU's from_float, the same as
+          // activations (blocks of 32 never straddle heads: head sizes are multiples of 32).
+          quantize_act_q8_0(s, reinterpret_cast<quant::block_q8_0*>(row), hw);
+          break;
+        default: fail("kv_store: cache type {} is not supported", type_name(dst.type));
+      }
     }
-  }
 }
 
 void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k,
@@ -63,8 +66,8 @@ void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k
   const int64_t hd = p.head_dim, hdv = p.head_dim_v;
   if (p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0)
     fail("attention: {} query heads cannot share {} KV heads", p.n_head, p.n_head_kv);
-  check_region(k, hd, "K");
-  check_region(v, hdv, "V");
+  check_region(k, p.n_head_kv, hd, "K");
+  check_region(v, p.n_head_kv, hdv, "V");
   const int64_t group = p.n_head / p.n_head_kv;
   const GgmlType qt = vec_dot_type(k.type);
   const size_t q_bytes = row_size(qt, hd);
@@ -92,10 +95,10 @@ void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k
     scores.resize(size_t(group * n_kv));
     // K rows play the weight rows, the group's query heads the tokens: the dot kernels apply
     // the cache type's numerics.
-    dot(k.type, hd, k.data + elem_offset(k.type, hk * hd), k.row_bytes, n_kv, qbuf.data(),
-        q_bytes, group, scores.data(), n_kv);
+    dot(k.type, hd, kv_row(k, hk, 0), k.row_bytes, n_kv, qbuf.data(), q_bytes, group,
+        scores.data(), n_kv);
     for (int64_t g = 0; g < group; ++g) softmax(n_kv, scores.data() + g * n_kv, p.scale);
-    const uint8_t* vbase = v.data + elem_offset(v.type, hk * hdv);
+    const uint8_t* vbase = kv_row(v, hk, 0);
     if (v.type == GgmlType::Q8_0) {
       vrow.resize(size_t(n_kv * hdv));
       for (int64_t j = 0; j < n_kv; ++j)

@@ -349,15 +349,14 @@ void attn_block512(const float* q, const int32_t* pos, int64_t t0, int64_t t1, i
                    const KvRegion& k, const KvRegion& v, const AttnParams& p, float* out) {
   const int64_t hd = p.head_dim, hdv = p.head_dim_v, G = p.n_head / p.n_head_kv;
   const bool kf16 = k.type == GgmlType::F16, vf16 = v.type == GgmlType::F16;
-  const size_t kes = kf16 ? 2 : 4, ves = vf16 ? 2 : 4;
   int64_t n_max = 0;
   for (int64_t t = t0; t < t1; ++t) n_max = int64_t(pos[t]) + 1 > n_max ? int64_t(pos[t]) + 1 : n_max;
   const int64_t nkb_max = (n_max + 15) / 16, ld = nkb_max * 16;
   float* kt = ops_scratch(0, size_t(nkb_max * hd * 16));
   float* s = ops_scratch(1, size_t(kAttnRows * ld));
   float* qr = ops_scratch(2, size_t(kAttnRows * hd));
-  transpose_keys(k.data + size_t(hk * hd) * kes, k.row_bytes, kf16, n_max, hd, kt);
-  const uint8_t* vbase = v.data + size_t(hk * hdv) * ves;
+  transpose_keys(kv_row(k, hk, 0), k.row_bytes, kf16, n_max, hd, kt);
+  const uint8_t* vbase = kv_row(v, hk, 0);
   const int64_t gn_max = G < kAttnRows ? G : kAttnRows;
   const int64_t tq_max = kAttnRows / gn_max;  // tokens per tile
   for (int64_t ta = t0; ta < t1; ta += tq_max) {
