@@ -30,11 +30,6 @@ void KvStore::ensure_layer(int layer, int64_t k_width, int64_t v_width, int64_t 
   if (layer < 0) fail("KV cache: negative layer {}", layer);
   if (k_width <= 0 || v_width <= 0 || n_ctx <= 0)
     fail("KV cache: layer {} with widths {}/{} and n_ctx {}", layer, k_width, v_width, n_ctx);
-  const int64_t block = type_traits(type_).block_size;
-  if (n_heads <= 0 || k_width % n_heads != 0 || v_width % n_heads != 0 ||
-      (k_width / n_heads) % block != 0 || (v_width / n_heads) % block != 0)
-    fail("KV cache: layer {} rows of {}/{} elements cannot hold {} heads of whole {} blocks of {}",
-         layer, k_width, v_width, n_heads, type_name(type_), block);
   if (size_t(layer) < layers_.size() && layers_[size_t(layer)]) {
     const Layer& l = *layers_[size_t(layer)];
     if (l.k_width != k_width || l.v_width != v_width || l.n_ctx != n_ctx || l.n_heads != n_heads)
@@ -42,15 +37,17 @@ void KvStore::ensure_layer(int layer, int64_t k_width, int64_t v_width, int64_t 
            layer, l.n_ctx, l.k_width, l.v_width, l.n_heads, n_ctx, k_width, v_width, n_heads);
     return;
   }
+  // Sizes and validates (heads of whole blocks of the type) before anything changes.
+  const size_t k_bytes = cpu::kv_region_bytes(type_, k_width, n_ctx, n_heads);
+  const size_t v_bytes = cpu::kv_region_bytes(type_, v_width, n_ctx, n_heads);
   if (size_t(layer) >= layers_.size()) layers_.resize(size_t(layer) + 1);
   auto l = std::make_unique<Layer>();
   l->k_width = k_width;
   l->v_width = v_width;
   l->n_ctx = n_ctx;
   l->n_heads = n_heads;
-  const size_t k_bytes = cpu::kv_region_bytes(type_, k_width, n_ctx, n_heads);
   l->k_bytes = (k_bytes + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
-  l->v_bytes = cpu::kv_region_bytes(type_, v_width, n_ctx, n_heads);
+  l->v_bytes = v_bytes;
   l->mem = static_cast<uint8_t*>(
       ::operator new(l->k_bytes + l->v_bytes, std::align_val_t{kBufferAlign}));
   std::memset(l->mem, 0, l->k_bytes + l->v_bytes);
