@@ -44,9 +44,7 @@ struct Ctx {
     m.freq_factors = freq_factors;
     return m;
   }
-  graph::KvMeta kv_meta(int il) const {
-    return {il, hp.n_embd_k(), hp.n_embd_v(), p.cparams.n_ctx, hp.n_head_kv};
-  }
+  graph::KvMeta kv_meta(int il) const { return models::kv_meta(hp, p.cparams.n_ctx, il); }
   graph::AttnMeta attn_meta(int il) const {
     graph::AttnMeta m;
     m.layer = il;
@@ -152,6 +150,10 @@ struct Ctx {
 };
 
 }  // namespace
+
+graph::KvMeta kv_meta(const HParams& hp, int64_t n_ctx, int layer) {
+  return {layer, hp.n_embd_k(), hp.n_embd_v(), n_ctx, hp.n_head_kv};
+}
 
 graph::ComputeGraph build_llama_graph(const HParams& hp, const TensorTable& t,
                                       const graph::GraphParams& p, const FusedKernels& fused) {

@@ -15,6 +15,10 @@
 
 namespace minfer::models {
 
+// The KV regions of layer `layer` as the graph declares them (widths, context, heads): the
+// runtime creates every layer's regions from this when a context is made.
+graph::KvMeta kv_meta(const HParams& hp, int64_t n_ctx, int layer);
+
 // Pure: reads only names, types and shapes of `t` (a descriptor-only table works).
 graph::ComputeGraph build_llama_graph(const HParams& hp, const TensorTable& t,
                                       const graph::GraphParams& p,

@@ -73,6 +73,14 @@ Context::Context(const Model& model, ContextParams params)
     fail("KV cache type q8_0 needs head sizes that are multiples of 32 (this model: {} and {})",
          hp.head_dim, hp.head_dim_v);
   }
+  // The KV regions now, not in the first decode: their memory (zeroed, on huge pages) is then
+  // paid with the model's load, as llama.cpp does, not inside the first prompt's time (470 MB
+  // for qwen3-0.6b at 4096 tokens: a 2007-token prompt measured 17 % slower when the kernel
+  // had to find huge pages during it).
+  for (int il = 0; il < hp.n_layer; ++il) {
+    const graph::KvMeta m = models::kv_meta(hp, params_.n_ctx, il);
+    impl_->kv.ensure_layer(m.layer, m.k_width, m.v_width, m.n_ctx, m.n_head_kv);
+  }
   impl_->trace = NodeTrace::from_env();
 }
 

@@ -2,6 +2,7 @@
 #include <new>
 
 #include "backend/cpu/backend.h"
+#include "backend/cpu/aligned_buffer.h"
 #include "common/error.h"
 #include "sched/alloc.h"
 
@@ -10,12 +11,8 @@ namespace minfer::sched {
 struct KvStore::Layer {
   int64_t k_width = 0, v_width = 0, n_ctx = 0, n_heads = 1;
   size_t k_bytes = 0, v_bytes = 0;
-  uint8_t* mem = nullptr;  // K region then V region, one aligned block
+  cpu::AlignedBuffer mem;  // K region then V region, one block (on huge pages from 2 MiB)
   KvPair pair;
-
-  ~Layer() {
-    if (mem) ::operator delete(mem, std::align_val_t{kBufferAlign});
-  }
 };
 
 KvStore::KvStore(GgmlType kv_type) : type_(kv_type) {
@@ -48,11 +45,10 @@ void KvStore::ensure_layer(int layer, int64_t k_width, int64_t v_width, int64_t 
   l->n_heads = n_heads;
   l->k_bytes = (k_bytes + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
   l->v_bytes = v_bytes;
-  l->mem = static_cast<uint8_t*>(
-      ::operator new(l->k_bytes + l->v_bytes, std::align_val_t{kBufferAlign}));
-  std::memset(l->mem, 0, l->k_bytes + l->v_bytes);
-  l->pair.k = cpu::make_kv_region(type_, l->mem, k_width, n_ctx, n_heads);
-  l->pair.v = cpu::make_kv_region(type_, l->mem + l->k_bytes, v_width, n_ctx, n_heads);
+  l->mem = cpu::aligned_buffer(l->k_bytes + l->v_bytes, "the KV cache");
+  std::memset(l->mem.get(), 0, l->k_bytes + l->v_bytes);
+  l->pair.k = cpu::make_kv_region(type_, l->mem.get(), k_width, n_ctx, n_heads);
+  l->pair.v = cpu::make_kv_region(type_, l->mem.get() + l->k_bytes, v_width, n_ctx, n_heads);
   layers_[size_t(layer)] = std::move(l);
 }
 
@@ -85,7 +81,7 @@ size_t KvStore::bytes() const {
 
 void KvStore::clear() {
   for (const auto& l : layers_)
-    if (l) std::memset(l->mem, 0, l->k_bytes + l->v_bytes);
+    if (l) std::memset(l->mem.get(), 0, l->k_bytes + l->v_bytes);
 }
 
 }  // namespace minfer::sched

@@ -83,8 +83,8 @@ void mul(const float* a, const float* b, float* out, int64_t n);
 // A persistent K or V region of one layer: per position, `width` elements of `type` (F32, F16
 // or Q8_0), the rows of n_heads heads of width / n_heads elements each (a multiple of 32 for
 // Q8_0). Head-major: head h's n_ctx rows are contiguous, at data + h * head_bytes, position p's
-// at + p * row_bytes; a decode step's attention to one KV head then streams one block of memory
-// instead of a slice of every position's row (make_kv_region, backend.h).
+// at + p * row_bytes (make_kv_region, backend.h); a decode step's attention to one KV head then
+// streams one block of memory instead of a slice of every position's row.
 struct KvRegion {
   GgmlType type = GgmlType::F32;
   uint8_t* data = nullptr;

@@ -1,9 +1,6 @@
 #include "backend/cpu/repack.h"
 
-#include <cstdlib>
 #include <cstring>
-
-#include <sys/mman.h>
 
 #include "backend/cpu/threadpool.h"
 #include "common/error.h"
@@ -23,24 +20,6 @@ size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
 
 int packed_offset(GgmlType type) {
   return type == GgmlType::Q8_0 ? 128 : type == GgmlType::Q5_0 ? 16 : 8;
-}
-
-void AlignedFree::operator()(uint8_t* p) const { std::free(p); }
-
-AlignedBuffer aligned_buffer(size_t bytes) {
-  // Decode streams these buffers once per token: on 2 MiB pages the walk costs no TLB misses
-  // and the hardware prefetchers are not stopped at every 4 KiB boundary (a two-thread read
-  // loop here: 27 -> 31 GB/s). THP is often opt-in (enabled=madvise), hence the advice.
-  constexpr size_t kHuge = size_t(2) << 20;
-  const bool huge = bytes >= kHuge;
-  const size_t align = huge ? kHuge : 64;
-  const size_t rounded = ((bytes == 0 ? 1 : bytes) + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, rounded);
-  if (!p) fail("out of memory allocating {} bytes for repacked weights", bytes);
-#ifdef MADV_HUGEPAGE
-  if (huge) (void)::madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-  return AlignedBuffer(static_cast<uint8_t*>(p));
 }
 
 namespace {

@@ -18,8 +18,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
+#include "backend/cpu/aligned_buffer.h"
 #include "backend/cpu/kernels.h"
 
 namespace minfer::cpu {
@@ -76,14 +76,6 @@ size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols);
 
 // Offset the packed quants of the _0 types carry (Q8_0 128, Q4_0 8, Q5_0 16).
 int packed_offset(GgmlType type);
-
-struct AlignedFree {
-  void operator()(uint8_t* p) const;
-};
-using AlignedBuffer = std::unique_ptr<uint8_t[], AlignedFree>;
-// 64-byte aligned; from 2 MiB up, 2 MiB aligned and advised onto huge pages. Error when out of
-// memory.
-AlignedBuffer aligned_buffer(size_t bytes);
 
 // Repacks the whole groups of w (packable) into out (packed_bytes, 64-byte aligned), spread
 // over the threads.
