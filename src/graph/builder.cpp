@@ -99,6 +99,17 @@ NodeId GraphBuilder::rope(NodeId x, NodeId pos, RopeStyle style, const RopeMeta&
   return append("rope", OpRope{style}, {x, pos}, in.shape, DType::F32, meta);
 }
 
+namespace {
+
+// The KV regions hold each head's rows apart: the widths must be n_head_kv whole heads.
+void check_kv_heads(const KvMeta& m, const char* what) {
+  if (m.n_head_kv <= 0 || m.k_width % m.n_head_kv != 0 || m.v_width % m.n_head_kv != 0)
+    fail("graph builder: {}.{}: widths {} / {} are not {} heads", what, m.layer, m.k_width,
+         m.v_width, m.n_head_kv);
+}
+
+}  // namespace
+
 NodeId GraphBuilder::kv_store(int layer, NodeId k, NodeId v, NodeId pos, const KvMeta& meta) {
   const CNode& kn = check(k, "kv_store");
   const CNode& vn = check(v, "kv_store");
@@ -111,9 +122,7 @@ NodeId GraphBuilder::kv_store(int layer, NodeId k, NodeId v, NodeId pos, const K
     fail("graph builder: kv_store.{} positions '{}' must be {} i32 values", layer, p.name,
          kn.shape[1]);
   if (meta.n_ctx <= 0) fail("graph builder: kv_store.{} with n_ctx {}", layer, meta.n_ctx);
-  if (meta.n_head_kv <= 0 || meta.k_width % meta.n_head_kv != 0 || meta.v_width % meta.n_head_kv != 0)
-    fail("graph builder: kv_store.{}: widths {} / {} are not {} heads", layer, meta.k_width,
-         meta.v_width, meta.n_head_kv);
+  check_kv_heads(meta, "kv_store");
   // The declared shape mirrors the persistent K region: the allocator's sizing contract.
   return append(fmt::format("kv_store.{}", layer), OpKvStore{layer}, {k, v, pos},
                 {meta.k_width, meta.n_ctx, 1, 1}, DType::F32, meta);
@@ -124,9 +133,7 @@ NodeId GraphBuilder::kv_load(int layer, const KvMeta& meta) {
   if (meta.n_ctx <= 0 || meta.k_width <= 0 || meta.v_width <= 0)
     fail("graph builder: kv_load.{} with n_ctx {} widths {} / {}", layer, meta.n_ctx,
          meta.k_width, meta.v_width);
-  if (meta.n_head_kv <= 0 || meta.k_width % meta.n_head_kv != 0 || meta.v_width % meta.n_head_kv != 0)
-    fail("graph builder: kv_load.{}: widths {} / {} are not {} heads", layer, meta.k_width,
-         meta.v_width, meta.n_head_kv);
+  check_kv_heads(meta, "kv_load");
   return append(fmt::format("kv_load.{}", layer), OpKvLoad{layer}, {},
                 {meta.k_width, meta.n_ctx, 1, 1}, DType::F32, meta);
 }

@@ -1,8 +1,7 @@
 #include <cstring>
-#include <new>
 
-#include "backend/cpu/backend.h"
 #include "backend/cpu/aligned_buffer.h"
+#include "backend/cpu/backend.h"
 #include "common/error.h"
 #include "sched/alloc.h"
 

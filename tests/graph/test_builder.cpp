@@ -176,8 +176,13 @@ TEST(Builder, RejectsBadShapesAndIds) {
   EXPECT_THROW(b.kv_store(0, x, x, pos, KvMeta{0, 8, 8, 0}), minfer::Error);
   EXPECT_THROW(b.kv_store(1, x, x, pos, KvMeta{0, 8, 8, 16}), minfer::Error);
   EXPECT_THROW(b.attn(x, x, pos, AttnMeta{0, 2, 1, 4, 4, 4, 0.5f}), minfer::Error);  // not a kv_load
+  EXPECT_THROW(b.kv_store(0, x, x, pos, KvMeta{0, 8, 8, 16, 3}), minfer::Error);  // 8 is not 3 heads
+  EXPECT_THROW(b.kv_load(0, KvMeta{0, 8, 8, 16, 0}), minfer::Error);
   NodeId kv = b.kv_load(1, KvMeta{1, 8, 8, 16});
   EXPECT_THROW(b.attn(x, kv, pos, AttnMeta{0, 2, 1, 4, 4, 4, 0.5f}), minfer::Error);  // wrong layer
+  NodeId kv2 = b.kv_load(2, KvMeta{2, 8, 8, 16, 2});
+  EXPECT_THROW(b.attn(x, kv2, pos, AttnMeta{2, 2, 1, 4, 4, 4, 0.5f}), minfer::Error);  // 1 vs 2 heads
+  EXPECT_NO_THROW(b.attn(x, kv2, pos, AttnMeta{2, 2, 2, 4, 4, 8, 0.5f}));
   EXPECT_THROW(b.get_rows(x, pos, {8, 2, 1, 1}), minfer::Error);
   EXPECT_THROW(b.input("bad", {0, 1, 1, 1}, DType::F32), minfer::Error);
   EXPECT_THROW(b.output(1234), minfer::Error);
