@@ -296,17 +296,63 @@ inline void vsum_block512(const float* w, int64_t ld, int64_t n, const uint8_t* 
       _mm512_mask_storeu_ps(outs[g] + c + 16 * k, k == C - 1 ? m : __mmask16(0xFFFF), acc[g][k]);
 }
 
+// score_block's scores straight from the K rows: each 16 x 16 chunk transposed in registers and
+// used at once, in the same FMA order. For a work item of one tile (a decode step), where a
+// transposed copy would be written and read back once: at long contexts that copy (1 MiB a KV
+// head at 2K tokens) went through L3.
+template <int G>
+inline void score_direct(const float* q, int64_t hd, const uint8_t* kbase, size_t kstride, bool f16,
+                         int64_t n, float* s, int64_t ld) {
+  for (int64_t b = 0; b < (n + 15) / 16; ++b) {
+    __m512 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
+    for (int64_t i0 = 0; i0 < hd; i0 += 16) {
+      const __mmask16 m = tail_mask(hd - i0);
+      __m512 r[16];
+      for (int l = 0; l < 16; ++l) {
+        const int64_t j = 16 * b + l;
+        r[l] = j < n ? load_row(kbase + size_t(j) * kstride, f16, i0, m) : _mm512_setzero_ps();
+      }
+      transpose16(r);
+      if (hd - i0 >= 16) {
+#pragma GCC unroll 16
+        for (int c = 0; c < 16; ++c)
+          for (int g = 0; g < G; ++g)
+            acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + i0 + c]), r[c], acc[g]);
+      } else {
+        for (int64_t c = 0; c < hd - i0; ++c)
+          for (int g = 0; g < G; ++g)
+            acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + i0 + c]), r[c], acc[g]);
+      }
+    }
+    for (int g = 0; g < G; ++g) _mm512_storeu_ps(s + g * ld + 16 * b, acc[g]);
+  }
+}
+
+// The keys of a tile: transposed in kt (transpose_keys) or, when kt is null, read from their
+// rows (score_direct).
+struct TileKeys {
+  const float* kt;
+  const uint8_t* kbase;
+  size_t kstride;
+  bool f16;
+};
+
 // G query rows (q rows, already rounded as the K type needs; row g attends to its first n[g]
 // keys) against the first n_all = max n[g] keys: scores, softmax, weighted V sum into outs[g].
 // A row's weights past its own n are zero, so its sums are exactly those over its n keys.
 template <int G, bool VF16>
-void heads_tile(const float* q, int64_t hd, const float* kt, float* s, int64_t ld, const int64_t* n,
+void heads_tile(const float* q, int64_t hd, const TileKeys& k, float* s, int64_t ld, const int64_t* n,
                 int64_t n_all, float scale, const uint8_t* vbase, size_t vstride, int64_t hdv,
                 float* const* outs) {
   const int64_t nkb = (n_all + 15) / 16;
-  int64_t b = 0;
-  for (; b + 2 <= nkb; b += 2) score_block<G, 2>(q, hd, kt + b * hd * 16, s + 16 * b, ld);
-  if (b < nkb) score_block<G, 1>(q, hd, kt + b * hd * 16, s + 16 * b, ld);
+  if (k.kt) {
+    int64_t b = 0;
+    for (; b + 2 <= nkb; b += 2) score_block<G, 2>(q, hd, k.kt + b * hd * 16, s + 16 * b, ld);
+    if (b < nkb) score_block<G, 1>(q, hd, k.kt + b * hd * 16, s + 16 * b, ld);
+  } else {
+    score_direct<G>(q, hd, k.kbase, k.kstride, k.f16, n_all, s, ld);
+  }
   for (int g = 0; g < G; ++g) {
     softmax512(n[g], s + g * ld, scale);
     for (int64_t j = n[g]; j < n_all; ++j) s[g * ld + j] = 0.0f;
@@ -331,7 +377,7 @@ void heads_tile(const float* q, int64_t hd, const float* kt, float* s, int64_t l
     vsum_block512<G, 1, VF16, true>(s, ld, n_all, vbase, vstride, c, tail_mask(hdv - c), outs);
 }
 
-using HeadsTileFn = void (*)(const float*, int64_t, const float*, float*, int64_t, const int64_t*,
+using HeadsTileFn = void (*)(const float*, int64_t, const TileKeys&, float*, int64_t, const int64_t*,
                              int64_t, float, const uint8_t*, size_t, int64_t, float* const*);
 template <bool VF16>
 constexpr HeadsTileFn kHeadsTile[9] = {
@@ -352,13 +398,20 @@ void attn_block512(const float* q, const int32_t* pos, int64_t t0, int64_t t1, i
   int64_t n_max = 0;
   for (int64_t t = t0; t < t1; ++t) n_max = int64_t(pos[t]) + 1 > n_max ? int64_t(pos[t]) + 1 : n_max;
   const int64_t nkb_max = (n_max + 15) / 16, ld = nkb_max * 16;
-  float* kt = ops_scratch(0, size_t(nkb_max * hd * 16));
   float* s = ops_scratch(1, size_t(kAttnRows * ld));
   float* qr = ops_scratch(2, size_t(kAttnRows * hd));
-  transpose_keys(kv_row(k, hk, 0), k.row_bytes, kf16, n_max, hd, kt);
-  const uint8_t* vbase = kv_row(v, hk, 0);
   const int64_t gn_max = G < kAttnRows ? G : kAttnRows;
   const int64_t tq_max = kAttnRows / gn_max;  // tokens per tile
+  // Several tiles share the keys transposed once; a single tile (a decode step) reads them from
+  // their rows.
+  const bool one_tile = G <= kAttnRows && t1 - t0 <= tq_max;
+  TileKeys keys{nullptr, kv_row(k, hk, 0), k.row_bytes, kf16};
+  if (!one_tile) {
+    float* kt = ops_scratch(0, size_t(nkb_max * hd * 16));
+    transpose_keys(keys.kbase, keys.kstride, kf16, n_max, hd, kt);
+    keys.kt = kt;
+  }
+  const uint8_t* vbase = kv_row(v, hk, 0);
   for (int64_t ta = t0; ta < t1; ta += tq_max) {
     const int64_t tq = t1 - ta < tq_max ? t1 - ta : tq_max;
     for (int64_t g0 = 0; g0 < G; g0 += gn_max) {
@@ -380,7 +433,7 @@ void attn_block512(const float* q, const int32_t* pos, int64_t t0, int64_t t1, i
             _mm512_mask_storeu_ps(qr + r * hd + i, m, x);
           }
         }
-      (vf16 ? kHeadsTile<true> : kHeadsTile<false>)[tq * gn](qr, hd, kt, s, ld, n, n_all, p.scale,
+      (vf16 ? kHeadsTile<true> : kHeadsTile<false>)[tq * gn](qr, hd, keys, s, ld, n, n_all, p.scale,
                                                              vbase, v.row_bytes, hdv, outs);
     }
   }
