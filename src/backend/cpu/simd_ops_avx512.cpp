@@ -221,19 +221,25 @@ inline __m512 load_row(const uint8_t* row, bool f16, int64_t i, __mmask16 m) {
   return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + i);
 }
 
+// r[c] lane l = K[16 b + l][i0 + c] (f32) for keys < n (zero beyond), dims < hd.
+inline void key_chunk(const uint8_t* kbase, size_t kstride, bool f16, int64_t n, int64_t hd,
+                      int64_t b, int64_t i0, __m512* r) {
+  const __mmask16 m = tail_mask(hd - i0);
+  for (int l = 0; l < 16; ++l) {
+    const int64_t j = 16 * b + l;
+    r[l] = j < n ? load_row(kbase + size_t(j) * kstride, f16, i0, m) : _mm512_setzero_ps();
+  }
+  transpose16(r);
+}
+
 // kt[b][i][l] = K[16 b + l][i] (f32) for keys < n (zero beyond), dims < hd.
 void transpose_keys(const uint8_t* kbase, size_t kstride, bool f16, int64_t n, int64_t hd, float* kt) {
   const int64_t nb = (n + 15) / 16;
   for (int64_t b = 0; b < nb; ++b) {
     float* out = kt + b * hd * 16;
     for (int64_t i0 = 0; i0 < hd; i0 += 16) {
-      const __mmask16 m = tail_mask(hd - i0);
       __m512 r[16];
-      for (int l = 0; l < 16; ++l) {
-        const int64_t j = 16 * b + l;
-        r[l] = j < n ? load_row(kbase + size_t(j) * kstride, f16, i0, m) : _mm512_setzero_ps();
-      }
-      transpose16(r);
+      key_chunk(kbase, kstride, f16, n, hd, b, i0, r);
       // A whole chunk stores straight from the registers: with a run-time count GCC spilled
       // the 16 vectors and copied them with rep movsq (30 % of a long-context decode step's
       // transposes).
@@ -307,13 +313,8 @@ inline void score_direct(const float* q, int64_t hd, const uint8_t* kbase, size_
     __m512 acc[G];
     for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
     for (int64_t i0 = 0; i0 < hd; i0 += 16) {
-      const __mmask16 m = tail_mask(hd - i0);
       __m512 r[16];
-      for (int l = 0; l < 16; ++l) {
-        const int64_t j = 16 * b + l;
-        r[l] = j < n ? load_row(kbase + size_t(j) * kstride, f16, i0, m) : _mm512_setzero_ps();
-      }
-      transpose16(r);
+      key_chunk(kbase, kstride, f16, n, hd, b, i0, r);
       if (hd - i0 >= 16) {
 #pragma GCC unroll 16
         for (int c = 0; c < 16; ++c)
