@@ -118,16 +118,11 @@ inline void vnni_tile(const uint8_t* quants, const uint8_t* sc, int64_t nb, cons
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) s[t] = _mm512_set1_epi32(xc[kActTile * b + t]);
     if constexpr (T == 1 && P::kType == GgmlType::Q4_0) {
-      // Decode: the high nibbles in place (16 x their value) into a second sum, one AND a chunk
-      // instead of a shift and an AND; that sum is exactly 16 x theirs (|.| < 2^19).
-      const __m512i m4 = _mm512_set1_epi8(0x0F), m4h = _mm512_set1_epi8(char(0xF0));
+      // Decode: the high nibbles in place into a second sum (dpbusd_nibbles).
       __m512i hi = _mm512_setzero_si512();
 #pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        const __m512i v = _mm512_load_si512(q + 64 * k);
-        dpbusd_bcast(s[0], _mm512_and_si512(v, m4), xb + 4 * k);
-        dpbusd_bcast(hi, _mm512_and_si512(v, m4h), xb + 16 + 4 * k);
-      }
+      for (int k = 0; k < 4; ++k)
+        dpbusd_nibbles(s[0], hi, _mm512_load_si512(q + 64 * k), xb + 4 * k, xb + 16 + 4 * k);
       s[0] = _mm512_add_epi32(s[0], _mm512_srai_epi32(hi, 4));
     } else {
       __m512i w[8];

@@ -742,14 +742,10 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, float* y)
         s1 = _mm512_setzero_si512();
       }
       if constexpr (T == GgmlType::Q4_K) {
-        // The high nibbles in place (16 x their value): one AND a chunk instead of a shift and
-        // an AND; the sum is then exactly 16 x s1 (|16 s1| <= 16 x 32 x 15 x 128 < 2^31).
-        const __m512i m4 = _mm512_set1_epi8(0x0F), m4h = _mm512_set1_epi8(char(0xF0));
-        for (int c = 0; c < 4; ++c) {
-          const __m512i v = _mm512_load_si512(o + 256 * j + 64 * c);
-          s0 = _mm512_dpbusd_epi32(s0, _mm512_and_si512(v, m4), _mm512_set1_epi32(load_i32(xq + 32 * j + 4 * c)));
-          s1 = _mm512_dpbusd_epi32(s1, _mm512_and_si512(v, m4h), _mm512_set1_epi32(load_i32(xq + 32 * j + 16 + 4 * c)));
-        }
+        // The high nibbles in place into s1 (dpbusd_nibbles), shifted back once a sub-block.
+        for (int c = 0; c < 4; ++c)
+          dpbusd_nibbles(s0, s1, _mm512_load_si512(o + 256 * j + 64 * c), xq + 32 * j + 4 * c,
+                         xq + 32 * j + 16 + 4 * c);
         s1 = _mm512_srai_epi32(s1, 4);
       } else {
         for (int c = 0; c < 4; ++c) {
