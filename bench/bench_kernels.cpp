@@ -139,6 +139,7 @@ void cold_shapes_256(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK_CAPTURE(GemvPackedCold, Q8_0, GgmlType::Q8_0)->Apply(cold_shapes);
 BENCHMARK_CAPTURE(GemvPackedCold, Q4_0, GgmlType::Q4_0)->Apply(cold_shapes);
+BENCHMARK_CAPTURE(GemvPackedCold, Q5_0, GgmlType::Q5_0)->Apply(cold_shapes);
 BENCHMARK_CAPTURE(GemvPackedCold, Q4_K, GgmlType::Q4_K)->Apply(cold_shapes_256);
 BENCHMARK_CAPTURE(GemvPackedCold, Q6_K, GgmlType::Q6_K)->Apply(cold_shapes_256);
 
