@@ -38,8 +38,8 @@ NodeStats compute_node_stats(const float* x, size_t n, int bins) {
 
 static std::string num(double v) { return fmt::format("{:.7g}", v); }
 
-std::string node_event_json(uint64_t step, int32_t id, double ms, const NodeStats* s) {
-  std::string out = fmt::format("{{\"step\":{},\"id\":{},\"ms\":{}", step, id, num(ms));
+std::string node_event_json(uint64_t run, uint64_t step, int32_t id, double ms, const NodeStats* s) {
+  std::string out = fmt::format("{{\"run\":{},\"step\":{},\"id\":{},\"ms\":{}", run, step, id, num(ms));
   if (!s || s->n == 0) return out + ",\"n\":0}";
   out += fmt::format(",\"n\":{},\"nan\":{},\"inf\":{}", s->n, s->nan, s->inf);
   if (!s->hist.empty()) {

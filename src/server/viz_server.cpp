@@ -206,9 +206,9 @@ void VizServer::generate(GenerateRequest req, std::vector<int32_t> prompt) {
       ++n_nodes;
       if (data && n > 0) {
         const NodeStats s = compute_node_stats(data, n);
-        hub_.publish("node", node_event_json(step, node.id, ms, &s), true);
+        hub_.publish("node", node_event_json(run, step, node.id, ms, &s), true);
       } else {
-        hub_.publish("node", node_event_json(step, node.id, ms, nullptr), true);
+        hub_.publish("node", node_event_json(run, step, node.id, ms, nullptr), true);
       }
     });
     const auto t0 = std::chrono::steady_clock::now();

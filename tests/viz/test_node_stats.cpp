@@ -46,7 +46,7 @@ TEST(NodeStats, NoFiniteValuesMeansNoHistogram) {
   const NodeStats s = compute_node_stats(x, 2);
   EXPECT_EQ(s.nan, 2);
   EXPECT_TRUE(s.hist.empty());
-  const auto j = nlohmann::json::parse(node_event_json(1, 2, 0.5, &s));
+  const auto j = nlohmann::json::parse(node_event_json(1, 1, 2, 0.5, &s));
   EXPECT_EQ(j["n"], 2);
   EXPECT_EQ(j["nan"], 2);
   EXPECT_FALSE(j.contains("min"));  // JSON has no NaN: absent rather than invalid
@@ -67,11 +67,11 @@ TEST(NodeStats, DefaultHistogramHasSixteenBuckets) {
 TEST(NodeEventJson, ExactPayload) {
   const float x[] = {1, 2, 3, 4};
   const NodeStats s = compute_node_stats(x, 4, 4);
-  EXPECT_EQ(node_event_json(3, 7, 0.5, &s),
-            R"({"step":3,"id":7,"ms":0.5,"n":4,"nan":0,"inf":0,"min":1,"max":4,"mean":2.5,)"
+  EXPECT_EQ(node_event_json(2, 3, 7, 0.5, &s),
+            R"({"run":2,"step":3,"id":7,"ms":0.5,"n":4,"nan":0,"inf":0,"min":1,"max":4,"mean":2.5,)"
             R"("rms":2.738613,"hist":[1,1,1,1]})");
 }
 
 TEST(NodeEventJson, NodeWithoutF32Output) {
-  EXPECT_EQ(node_event_json(0, 12, 0.25, nullptr), R"({"step":0,"id":12,"ms":0.25,"n":0})");
+  EXPECT_EQ(node_event_json(1, 0, 12, 0.25, nullptr), R"({"run":1,"step":0,"id":12,"ms":0.25,"n":0})");
 }
