@@ -782,6 +782,10 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, float* y)
         const __m512i c0 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j)));
         const __m512i c1 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j + 16)));
         isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(s0, c0), _mm512_mullo_epi32(s1, c1)));
+      } else if constexpr (T == GgmlType::Q4_K) {
+        // Each 16-column half fits an int16: vpdpwssd by the scale, as kq_tile.
+        const __m512i sc = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j)));
+        isum = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(isum, s0, sc), s1, sc);
       } else {
         const __m512i sc = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j)));
         isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
