@@ -295,6 +295,16 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
         s0[t] = q6 ? _mm256_set1_epi32(-32 * ks[t]->bsum[2 * j]) : _mm256_setzero_si256();
         s1[t] = q6 ? _mm256_set1_epi32(-32 * ks[t]->bsum[2 * j + 1]) : _mm256_setzero_si256();
       }
+      // Q4_K on AVX2: the rows' sub-block scales (0..63) as both int16 of each lane, so that the
+      // one madd of a sub-block's int16 pair sums (kGroup 4) applies the scale instead of ones
+      // (exact: the pairs are the integer sums' halves). Measured slower for Q5_K (one core,
+      // 3072 x 1024 x 128: 194 -> 182 GOP/s), which keeps madd by ones and vpmulld.
+      constexpr bool kScaledMadd = T == GgmlType::Q4_K && !MINFER_PACKED_VNNI;
+      [[maybe_unused]] __m256i w16 = ones;
+      if constexpr (kScaledMadd) {
+        const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
+        w16 = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
+      }
       [[maybe_unused]] __m256i p0[NT], p1[NT];  // AVX2: maddubs sums of up to kGroup chunks
       for (int c = 0; c < 4; ++c) {
         __m256i lo, hi;
@@ -316,8 +326,8 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
           p0[t] = c % P::kGroup == 0 ? q0 : _mm256_add_epi16(p0[t], q0);
           p1[t] = c % P::kGroup == 0 ? q1 : _mm256_add_epi16(p1[t], q1);
           if (c % P::kGroup == P::kGroup - 1) {
-            s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(p0[t], ones));
-            s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(p1[t], ones));
+            s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(p0[t], w16));
+            s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(p1[t], w16));
           }
 #endif
         }
@@ -327,10 +337,19 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
         const __m256i c1 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 16 + 8 * h)));
         for (int t = 0; t < NT; ++t)
           isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_mullo_epi32(s0[t], c0), _mm256_mullo_epi32(s1[t], c1)));
+      } else if constexpr (kScaledMadd) {
+        static_assert(P::kGroup == 4, "one madd a sub-block carries the scale");
+        for (int t = 0; t < NT; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(s0[t], s1[t]));
       } else {
         const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
-        for (int t = 0; t < NT; ++t)
-          isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_add_epi32(s0[t], s1[t]), sc));
+        for (int t = 0; t < NT; ++t) {
+#if MINFER_PACKED_VNNI
+          if constexpr (T == GgmlType::Q4_K)  // each half below 2^15 (16 x 15 x 128): vpdpwssd
+            isum[t] = _mm256_dpwssd_avx_epi32(_mm256_dpwssd_avx_epi32(isum[t], s0[t], sc), s1[t], sc);
+          else
+#endif
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_add_epi32(s0[t], s1[t]), sc));
+        }
       }
     }
     const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqD + 16 * h)));
