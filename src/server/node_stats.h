@@ -23,7 +23,7 @@ constexpr int kDefaultHistBins = 16;
 
 NodeStats compute_node_stats(const float* x, size_t n, int bins = kDefaultHistBins);
 
-// One "node" event payload: {"step","id","ms","n","min","max","mean","rms","nan","inf","hist"}.
+// One "node" event payload: {"run","step","id","ms","n","min","max","mean","rms","nan","inf","hist"}.
 // Nodes without f32 output (KV stores, I32) have n = 0 and no min/max/mean/rms/hist keys.
 // Numbers are finite JSON (no NaN literals): the stats are over finite values only.
 std::string node_event_json(uint64_t run, uint64_t step, int32_t id, double ms, const NodeStats* stats);
