@@ -292,8 +292,8 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
     for (int j = 0; j < 8; ++j) {
       __m256i s0[NT], s1[NT];
       for (int t = 0; t < NT; ++t) {
-        s0[t] = q6 ? _mm256_set1_epi32(-32 * ks[t]->bsum[2 * j]) : _mm256_setzero_si256();
-        s1[t] = q6 ? _mm256_set1_epi32(-32 * ks[t]->bsum[2 * j + 1]) : _mm256_setzero_si256();
+        s0[t] = q6 ? _mm256_set1_epi32(ks[t]->q6c[2 * j]) : _mm256_setzero_si256();
+        s1[t] = q6 ? _mm256_set1_epi32(ks[t]->q6c[2 * j + 1]) : _mm256_setzero_si256();
       }
       // Q4_K on AVX2: the rows' sub-block scales (0..63) as both int16 of each lane, so that the
       // one madd of a sub-block's int16 pair sums (kGroup 4) applies the scale instead of ones

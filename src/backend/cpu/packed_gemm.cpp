@@ -96,7 +96,10 @@ void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out) {
     const auto* x = reinterpret_cast<const quant::block_q8_K*>(row) + b;
     Q8KSums& s = out[b];
     s.d = x->d;
-    for (int j = 0; j < 16; ++j) s.bsum[j] = x->bsums[j];
+    for (int j = 0; j < 16; ++j) {
+      s.bsum[j] = x->bsums[j];
+      s.q6c[j] = -32 * s.bsum[j];
+    }
     int32_t pair[8];
     for (int j = 0; j < 8; ++j) {
       pair[j] = s.bsum[2 * j] + s.bsum[2 * j + 1];

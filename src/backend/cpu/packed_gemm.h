@@ -25,6 +25,10 @@ struct Q8KSums {
   // pair16[q]: one vpdpwssd with the weights' mins, stored as the same int16 pairs.
   int32_t pair16[4];
   float pairf[8];  // the pairs as floats (exact), for the AMX path's float mins term
+  // -32 x bsum[j]: Q6_K's offset correction (its quants are stored + 32) per 16-column
+  // sub-block, ready to broadcast from memory (a multiply in a general register and a
+  // broadcast from it took a vector-port uop per token and sub-block in the tiles).
+  int32_t q6c[16];
 };
 void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out);  // a Q8_K row's nsb blocks
 

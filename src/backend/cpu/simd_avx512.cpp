@@ -392,7 +392,7 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
       __m512i s[T];
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t)
-        s[t] = kQ6 ? _mm512_set1_epi32(-32 * prep[size_t(t0 + t) * size_t(nsb) + size_t(b)].bsum[j])
+        s[t] = kQ6 ? _mm512_set1_epi32(prep[size_t(t0 + t) * size_t(nsb) + size_t(b)].q6c[j])
                    : _mm512_setzero_si512();
 #pragma GCC unroll 8
       for (int g = 0; g < kGroups; ++g) {
@@ -447,7 +447,7 @@ inline void kq_amx_scale(const int32_t* sums, const int32_t* par, int j, const Q
   const __m512i scv = _mm512_load_si512(par + 16 * j);
   for (int m = 0; m < 16; ++m) {
     __m512i v = _mm512_load_si512(sums + 16 * m);
-    if constexpr (kQ6) v = _mm512_add_epi32(v, _mm512_set1_epi32(-32 * prep[m * nsb].bsum[j]));
+    if constexpr (kQ6) v = _mm512_add_epi32(v, _mm512_set1_epi32(prep[m * nsb].q6c[j]));
     isum[m] = _mm512_add_epi32(isum[m], _mm512_mullo_epi32(v, scv));
   }
 }
@@ -742,9 +742,9 @@ inline void kp_chunk(const uint8_t* o, int j, int c, __m512i* lo, __m512i* hi) {
   }
 }
 
-// One token (Q8_K row x) times one group of nsb super-blocks: y[0..15].
+// One token (Q8_K row x, its blocks' sums ks) times one group of nsb super-blocks: y[0..15].
 template <GgmlType T>
-inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, float* y) {
+inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8KSums* ks, float* y) {
   using P = KPacked<T>;
   __m512 acc = _mm512_setzero_ps();
   for (int64_t b = 0; b < nsb; ++b) {
@@ -758,8 +758,8 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, float* y)
     for (int j = 0; j < 8; ++j) {
       __m512i s0, s1;
       if constexpr (T == GgmlType::Q6_K) {
-        s0 = _mm512_set1_epi32(-32 * q8k_bsum(xb, 2 * j));
-        s1 = _mm512_set1_epi32(-32 * q8k_bsum(xb, 2 * j + 1));
+        s0 = _mm512_set1_epi32(ks[b].q6c[2 * j]);
+        s1 = _mm512_set1_epi32(ks[b].q6c[2 * j + 1]);
       } else {
         s0 = _mm512_setzero_si512();
         s1 = _mm512_setzero_si512();
@@ -851,7 +851,8 @@ void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
   const size_t xs = xa.stride;
   if (nt < kGemmMinTokens) {
     for (int64_t g = 0; g < n_groups; ++g)
-      for (int64_t t = 0; t < nt; ++t) kp_gemv<T>(wp + size_t(g) * gb, nsb, x + size_t(t) * xs, y + t * ldy + 16 * g);
+      for (int64_t t = 0; t < nt; ++t)
+        kp_gemv<T>(wp + size_t(g) * gb, nsb, x + size_t(t) * xs, xa.ks + t * nsb, y + t * ldy + 16 * g);
     return;
   }
   const Q8KSums* prep = xa.ks;
