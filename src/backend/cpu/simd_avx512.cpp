@@ -795,14 +795,11 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
     __m512 term = _mm512_mul_ps(_mm512_mul_ps(d, xd), _mm512_cvtepi32_ps(isum));
     if constexpr (T != GgmlType::Q6_K) {
       // Mins: lane r of pair p holds (min 2p, min 2p+1) of row r as int16; the activations'
-      // bsum pairs of those sub-blocks likewise (|pair| <= 32 x 128).
-      const __m256i bs = _mm256_loadu_si256((const __m256i*)(xb + 260));
-      alignas(16) int32_t pp[4];
-      _mm_store_si128((__m128i*)pp, _mm256_cvtepi32_epi16(_mm256_madd_epi16(bs, _mm256_set1_epi16(1))));
+      // bsum pairs of those sub-blocks likewise (Q8KSums::pair16, |pair| <= 32 x 128).
       __m512i msum = _mm512_setzero_si512();
       for (int q = 0; q < 4; ++q)
         msum = _mm512_dpwssd_epi32(msum, _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i*)(par + kKqMins + 32 * q))),
-                                   _mm512_set1_epi32(pp[q]));
+                                   _mm512_set1_epi32(ks[b].pair16[q]));
       const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqDmin)));
       term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dm, xd), _mm512_cvtepi32_ps(msum)));
     }
