@@ -364,45 +364,35 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
     // q4_K/q5_K: 8 sub-blocks of 32 (8 groups); q6_K: 16 of 16 (4 groups).
     constexpr int kSub = kQ6 ? 16 : 8, kGroups = kQ6 ? 4 : 8;
+    // Q4_K sums each sub-block's two 16-column halves apart: a half is below 2^15 in magnitude
+    // (16 x 15 x 128), so one vpdpwssd multiplies it (its int32 lane read as its value and its
+    // sign, against the scale and 0) by the 6-bit scale and adds it, where a vpmulld (2 uops)
+    // and an add took 3. Q5_K's halves reach 16 x 31 x 128 and keep vpmulld.
+    constexpr bool kHalves = std::is_same_v<K, KQ4>;
     for (int j = 0; j < kSub; ++j) {
-      if constexpr (std::is_same_v<K, KQ4>) {
-        // Each 16-column half's sum is below 2^15 in magnitude (16 x 15 x 128): one vpdpwssd
-        // multiplies it (its low int16; the high one is its sign, against the scale's high
-        // int16, 0) by the 6-bit scale and adds it, instead of a vpmulld (2 uops) and an add.
-        __m512i sa[T], sb[T];
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) sa[t] = sb[t] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int g = 0; g < 4; ++g) {
-          const __m512i wa = _mm512_load_si512(pb + 64 * (8 * j + g));
-          const __m512i wb = _mm512_load_si512(pb + 64 * (8 * j + 4 + g));
-#pragma GCC unroll 8
-          for (int t = 0; t < T; ++t) {
-            dpbusd_bcast(sa[t], wa, xb + size_t(t) * xs + 32 * j + 4 * g);
-            dpbusd_bcast(sb[t], wb, xb + size_t(t) * xs + 32 * j + 16 + 4 * g);
-          }
-        }
-        const __m512i scv = _mm512_load_si512(par + 16 * j);
-#pragma GCC unroll 8
-        for (int t = 0; t < T; ++t)
-          isum[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(isum[t], sa[t], scv), sb[t], scv);
-        continue;
-      }
       // q6_K's quants are stored + 32: start from -32 * sum(x) of the sub-block.
-      __m512i s[T];
+      __m512i s[T], h[T];  // h: Q4_K's second half
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t)
+      for (int t = 0; t < T; ++t) {
         s[t] = kQ6 ? _mm512_set1_epi32(prep[size_t(t0 + t) * size_t(nsb) + size_t(b)].q6c[j])
                    : _mm512_setzero_si512();
+        if constexpr (kHalves) h[t] = _mm512_setzero_si512();
+      }
 #pragma GCC unroll 8
       for (int g = 0; g < kGroups; ++g) {
         const __m512i wq = _mm512_load_si512(pb + 64 * (kGroups * j + g));
 #pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) dpbusd_bcast(s[t], wq, xb + size_t(t) * xs + 4 * kGroups * j + 4 * g);
+        for (int t = 0; t < T; ++t)
+          dpbusd_bcast(kHalves && g >= kGroups / 2 ? h[t] : s[t], wq, xb + size_t(t) * xs + 4 * kGroups * j + 4 * g);
       }
       const __m512i scv = _mm512_load_si512(par + 16 * j);
 #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], scv));
+      for (int t = 0; t < T; ++t) {
+        if constexpr (kHalves)
+          isum[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(isum[t], s[t], scv), h[t], scv);
+        else
+          isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], scv));
+      }
     }
     const __m512 dv = _mm512_load_ps(pb + kQuantBytes + 16 * 64);
 #pragma GCC unroll 8
