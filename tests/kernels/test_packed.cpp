@@ -69,9 +69,21 @@ Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t col
   a.tq.resize(32 * n_act);
   a.d.resize(n_act);
   a.c.resize(n_act);
+  // The tiles from the Q8_0 rows, as packed_gemm.h describes them.
   for (int64_t t = 0; t < nt; ++t) {
+    const uint8_t* row = a.q.data() + size_t(t) * a.stride;
     quantize_act(GgmlType::Q8_0, x.data() + t * cols, a.q.data() + size_t(t) * a.stride, cols);
-    packed_act_row(wt, a.q.data() + size_t(t) * a.stride, nb, t, a.tq.data(), a.d.data(), a.c.data());
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = row + 34 * b;
+      const size_t i = act_index(t, b, nb);
+      uint16_t h;
+      std::memcpy(&h, blk, 2);
+      a.d[i] = fp16_to_fp32(h);
+      int32_t s = 0;
+      for (int j = 0; j < 32; ++j) s += int8_t(blk[2 + j]);
+      a.c[i] = -packed_offset(wt) * s;
+      std::memcpy(a.tq.data() + 32 * i, blk + 2, 32);
+    }
   }
   return a;
 }
@@ -245,6 +257,52 @@ INSTANTIATE_TEST_SUITE_P(Types, PackedTest,
 // row length and an activation format (one type, or mixed K-quants, as Q4_K_M's Q4_K q/k and
 // Q6_K v): the same results as one matmul per job, bit for bit, with the bias, the tail rows
 // and the mixed _0 types that must run apart.
+// packed_act_quantize on every ISA (AVX-512: 16 blocks reduced at once, a partial last group)
+// gives make_acts' tiles and rows byte for byte, and leaves the row alone unless asked to keep it.
+TEST(Packed, ActivationTilesOnEveryIsaMatchTheRows) {
+  std::mt19937 rng(21);
+  for (GgmlType wt : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
+    for (int64_t nb : {1, 16, 17, 28, 40}) {
+      const int64_t nt = 35, cols = 32 * nb;
+      auto x = random_floats(size_t(nt * cols), rng, 4.0f);
+      for (int j = 0; j < 32; ++j) x[size_t(3 * cols + j)] = 0.0f;  // an all-zero block
+      for (int j = 0; j < 32 && nb > 1; ++j) x[size_t(4 * cols + 32 + j)] = float(j) - 15.5f;  // exact halves
+      force_isa(Isa::Scalar);
+      const Acts ref = make_acts(wt, x, nt, cols);
+      for (Isa isa : supported_isas()) {
+        force_isa(isa);
+        Acts a = ref;
+        std::fill(a.tq.begin(), a.tq.end(), uint8_t(0x5A));
+        std::fill(a.d.begin(), a.d.end(), -1.0f);
+        std::fill(a.c.begin(), a.c.end(), 7);
+        std::vector<quant::block_q8_0> row(static_cast<size_t>(nb));
+        for (int64_t t = 0; t < nt; ++t) {
+          const bool keep = t % 2 == 0;
+          std::memset(row.data(), 0xA5, row.size() * sizeof(row[0]));
+          packed_act_quantize(wt, x.data() + t * cols, nb, t, row.data(), keep, a.tq.data(), a.d.data(),
+                              a.c.data());
+          if (keep || isa < Isa::Avx512)
+            EXPECT_EQ(0, std::memcmp(row.data(), ref.q.data() + size_t(t) * ref.stride, ref.stride))
+                << isa_name(isa) << " nb " << nb << " t " << t;
+          else
+            EXPECT_EQ(0xA5, reinterpret_cast<const uint8_t*>(row.data())[0]) << isa_name(isa);
+        }
+        // Tokens past nt (the padding of the last tile) are not written by anyone: compare the
+        // tokens that exist.
+        for (int64_t t = 0; t < nt; ++t)
+          for (int64_t b = 0; b < nb; ++b) {
+            const size_t i = act_index(t, b, nb);
+            ASSERT_EQ(0, std::memcmp(a.tq.data() + 32 * i, ref.tq.data() + 32 * i, 32))
+                << isa_name(isa) << " " << type_name(wt) << " nb " << nb << " t " << t << " b " << b;
+            ASSERT_EQ(a.d[i], ref.d[i]) << isa_name(isa) << " nb " << nb << " t " << t << " b " << b;
+            ASSERT_EQ(a.c[i], ref.c[i]) << isa_name(isa) << " nb " << nb << " t " << t << " b " << b;
+          }
+      }
+      reset_isa();
+    }
+  }
+}
+
 TEST(Packed, MatmulMultiEqualsOneMatmulPerJob) {
   if (!packed_gemm(GgmlType::Q4_K, active_isa())) GTEST_SKIP() << "no packed kernels on " << isa_name(active_isa());
   std::mt19937 rng(21);

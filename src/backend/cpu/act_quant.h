@@ -31,6 +31,14 @@ Q8RowFn quantize_q8_0_avx2();
 Q8_1RowFn quantize_q8_1_avx2();
 Q8KRowFn quantize_q8_K_avx2();
 
+// The AVX-512 Q8_0 quantizer (act_quant_avx512.cpp; nullptr where not compiled), which
+// quantize_act_q8_0 and packed_act_quantize dispatch to: nb blocks from x; the row to `row` when
+// it is not null, and the packed _0 kernels' tiles from the token's first block (packed_gemm.h:
+// quants to tq + 512 b, d and c = -offset x the sum of the quants at [16 b]) when tq is not null.
+using Q8TilesFn = void (*)(const float* x, int64_t nb, quant::block_q8_0* row, int offset,
+                           uint8_t* tq, float* d, int32_t* c);
+Q8TilesFn quantize_q8_0_avx512();
+
 // Converts n floats into `vdt` (one of vec_dot_type's results); returns bytes written.
 // n must be a multiple of vdt's block size.
 size_t quantize_act(GgmlType vdt, const float* x, void* y, int64_t n);

@@ -55,13 +55,18 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   int64_t rows = 0;
   for (int j = 0; j < n_jobs; ++j) rows += jobs[j].w.rows;
   const bool par = rows * cols * nt >= kParallelMacs;
+  // The _0 types' Q8_0 rows are read only by the GGUF-layout kernel of rows past the last group.
+  bool tails = false;
+  for (int j = 0; j < n_jobs; ++j) tails = tails || jobs[j].w.rows % kPackRows != 0;
   auto quantize = [&](int64_t t, int) {
     uint8_t* row = xq + size_t(t) * xs;
-    quantize_act(at, x + t * cols, row, cols);
-    if (sums)
-      packed_act_row(w0.type, row, nb, t, tq, xd, xc);
-    else
+    if (sums) {
+      packed_act_quantize(w0.type, x + t * cols, nb, t, reinterpret_cast<quant::block_q8_0*>(row),
+                          tails, tq, xd, xc);
+    } else {
+      quantize_act(at, x + t * cols, row, cols);
       q8k_sums(row, nb, ks + t * nb);
+    }
   };
   // The _0 types: one work item per activation tile (its tokens share cache lines of tq, d and
   // c); the K-quants' rows are independent, one token an item.

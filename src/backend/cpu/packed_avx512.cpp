@@ -175,23 +175,6 @@ void gemm_vnni(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const 
   }
 }
 
-void sums_avx512(int offset, const uint8_t* row, int64_t nb, uint8_t* tq, float* d, int32_t* c) {
-  const __m256i ones = _mm256_set1_epi8(1);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + 34 * b;
-    uint16_t h;
-    __builtin_memcpy(&h, blk, 2);
-    d[kActTile * b] = _cvtsh_ss(h);
-    const __m256i q = _mm256_loadu_si256((const __m256i*)(blk + 2));
-    _mm256_storeu_si256((__m256i*)(tq + 32 * kActTile * b), q);
-    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, q);
-    __m128i v = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4E));
-    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xB1));
-    c[kActTile * b] = -offset * _mm_cvtsi128_si32(v);
-  }
-}
-
 // ---- AMX ------------------------------------------------------------------------------------
 // Per 16-row group pair and 32-token pair of tiles, per block: 2 activation tiles (16 tokens x
 // 32 bytes), 2 weight tiles (8 rows of 16 x 4 signed bytes), 4 products (TDPBSSD) into 4
@@ -326,8 +309,6 @@ PackedGemmFn packed_gemm_amx(GgmlType t) {
   return packed_kq_gemm_avx512(t, true);
 }
 
-PackedSumsFn packed_sums_avx512() { return &sums_avx512; }
-
 }  // namespace minfer::cpu
 
 #pragma GCC pop_options
@@ -337,7 +318,6 @@ PackedSumsFn packed_sums_avx512() { return &sums_avx512; }
 namespace minfer::cpu {
 PackedGemmFn packed_gemm_avx512(GgmlType) { return nullptr; }
 PackedGemmFn packed_gemm_amx(GgmlType) { return nullptr; }
-PackedSumsFn packed_sums_avx512() { return nullptr; }
 }  // namespace minfer::cpu
 
 #endif

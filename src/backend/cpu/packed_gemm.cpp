@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/cpu/act_quant.h"
 #include "backend/cpu/repack.h"
 #include "common/fp16.h"
 #include "quant/blocks.h"
@@ -114,11 +115,14 @@ GgmlType packed_act_type(GgmlType wtype) {
   return packed_kquant(wtype) ? GgmlType::Q8_K : GgmlType::Q8_0;
 }
 
-void packed_act_row(GgmlType wtype, const uint8_t* row, int64_t nb, int64_t t, uint8_t* tq,
-                    float* d, int32_t* c) {
-  const PackedSumsFn f = active_isa() >= Isa::Avx512 ? packed_sums_avx512() : nullptr;
+void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t,
+                         quant::block_q8_0* row, bool keep_row, uint8_t* tq, float* d, int32_t* c) {
   const size_t i = act_index(t, 0, nb);
-  (f ? f : sums_scalar)(packed_offset(wtype), row, nb, tq + 32 * i, d + i, c + i);
+  if (active_isa() >= Isa::Avx512)
+    if (const Q8TilesFn f = quantize_q8_0_avx512())
+      return f(x, nb, keep_row ? row : nullptr, packed_offset(wtype), tq + 32 * i, d + i, c + i);
+  quantize_act_q8_0(x, row, nb * 32);
+  sums_scalar(packed_offset(wtype), reinterpret_cast<const uint8_t*>(row), nb, tq + 32 * i, d + i, c + i);
 }
 
 void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64_t nb,

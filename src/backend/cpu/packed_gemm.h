@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "backend/cpu/cpu_features.h"
+#include "quant/blocks.h"
 #include "quant/types.h"
 
 namespace minfer::cpu {
@@ -68,9 +69,11 @@ GgmlType packed_act_type(GgmlType wtype);
 // 47 with short chunks); one thread Q8_0 26.6 vs 25.7 at 8192.
 constexpr int kPackedPrefetch = 2048;  // Q8_0, or Q8_K for the K-quants
 
-// Token t's Q8_0 activation row (nb blocks) into the tiles of PackedAct, for weights of `wtype`.
-void packed_act_row(GgmlType wtype, const uint8_t* row, int64_t nb, int64_t t, uint8_t* tq,
-                    float* d, int32_t* c);
+// Token t's activations (nb blocks of 32) quantized to Q8_0 (quantize_act_q8_0) into the tiles
+// of PackedAct, for weights of `wtype`. The Q8_0 row is left in `row` when keep_row (the GGUF-
+// layout kernels read rows); otherwise `row` is scratch that the AVX-512 path does not touch.
+void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t,
+                         quant::block_q8_0* row, bool keep_row, uint8_t* tq, float* d, int32_t* c);
 
 // y[t * ldy + 16 g + i] = row 16 g + i of the packed weight (groups from wp, group_bytes apart)
 // times activation row t, for g < n_groups and t < nt; nb blocks (of packed_block_cols) a row.
@@ -95,9 +98,5 @@ PackedGemmFn packed_gemm_avxvnni(GgmlType wtype);
 PackedGemmFn packed_gemm_avx2(GgmlType wtype);
 // The K-quants' kernels (simd_avx512.cpp); amx: AMX tiles for Q4_K/Q5_K prefill.
 PackedGemmFn packed_kq_gemm_avx512(GgmlType wtype, bool amx);
-// packed_act_row from a token's first block: quants to tq + 512 b, d and c at [16 b].
-using PackedSumsFn = void (*)(int offset, const uint8_t* row, int64_t nb, uint8_t* tq, float* d,
-                              int32_t* c);
-PackedSumsFn packed_sums_avx512();
 
 }  // namespace minfer::cpu
