@@ -1,6 +1,7 @@
 #include "runtime/cpu_backend.h"
 
 #include <cstring>
+#include <utility>
 #include <variant>
 
 #include "backend/cpu/backend.h"
@@ -37,12 +38,6 @@ const float* vec_or_null(TensorMap& tm, const std::string& name, int64_t n) {
     fail("tensor {}: expected {} F32 values", name, n);
   }
   return reinterpret_cast<const float*>(w.data);
-}
-
-void matmul(TensorMap& tm, const std::string& weight, const std::string& bias, const float* x,
-            int64_t nt, float* y) {
-  const cpu::WeightView w = view(tm, weight);
-  cpu::matmul(w, x, nt, y, vec_or_null(tm, bias, w.rows));
 }
 
 cpu::RopeParams rope_params(TensorMap& tm, graph::RopeStyle style, int64_t n_rot, float base,
@@ -97,6 +92,7 @@ void add_bias(float* x, const float* b, int64_t nt, int64_t d) {
 bool CpuBackend::supports(const graph::CNode& node) const { return true; }
 
 void CpuBackend::compute(const graph::CNode& node, sched::TensorMap& tm) {
+  const graph::NodeId prev_matmul_src = std::exchange(prev_matmul_src_, -1);
   const int64_t n = node.n_elements();
   const int64_t nt = rows_of(node);
   auto src_f32 = [&](size_t i) { return tm.f32(node.src.at(i)); };
@@ -139,7 +135,10 @@ void CpuBackend::compute(const graph::CNode& node, sched::TensorMap& tm) {
           },
           [&](const graph::OpMatMul&) {
             const auto& m = std::get<graph::MatMulMeta>(node.meta);
-            matmul(tm, m.weight, m.bias, src_f32(0), nt, out());
+            const cpu::WeightView w = view(tm, m.weight);
+            cpu::matmul(w, src_f32(0), nt, out(), vec_or_null(tm, m.bias, w.rows),
+                        prev_matmul_src == node.src[0]);
+            prev_matmul_src_ = node.src[0];
           },
           [&](const graph::OpEmbedding&) {
             const auto& m = std::get<graph::EmbedMeta>(node.meta);

@@ -17,9 +17,14 @@ class CpuBackend final : public sched::Backend {
   bool has_fused(sched::FusedKind kind) const override { return true; }
   bool holds_weight(const std::string& name) const override { return true; }
   void compute(const graph::CNode& node, sched::TensorMap& tensors) override;
+  void begin_run() override { prev_matmul_src_ = -1; }
 
  private:
   std::string name_ = "CPU";
+  // The source of the node computed last when that node was a MatMul, else -1. A MatMul of the
+  // same source right after it (a prompt's q, k and v; its gate and up) reads activations that
+  // no node has written since, so it reuses their quantization (cpu::matmul's same_x).
+  graph::NodeId prev_matmul_src_ = -1;
   std::vector<float> scratch_k_, scratch_v_, scratch_u_;  // fused ops' intermediates
 };
 

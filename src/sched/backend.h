@@ -69,6 +69,10 @@ class Backend {
   // first (ggml's "the node goes where its weight is").
   virtual bool holds_weight(const std::string& name) const { return false; }
   virtual void compute(const graph::CNode& node, TensorMap& tensors) = 0;
+  // Called by the executor before each run of a graph: what a backend carries from one node to
+  // the next (the CPU backend: which node's activations its last matmul quantized) holds within
+  // one run only, since a rerun refills the same buffers with new data.
+  virtual void begin_run() {}
 };
 
 }  // namespace minfer::sched

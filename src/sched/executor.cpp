@@ -72,6 +72,7 @@ void Executor::run(const ComputeGraph& g, const std::vector<Split>& splits, Grap
     fail("executor: the allocation plan does not belong to this graph ({} nodes, {} splits)",
          g.nodes.size(), splits.size());
   kv.ensure(g);  // cheap; makes a graph with a new layer or a wrong geometry fail here
+  for (Backend* be : backends_) be->begin_run();
   using clock = std::chrono::steady_clock;
   for (size_t s = 0; s < splits.size(); ++s) {
     const Split& sp = splits[s];

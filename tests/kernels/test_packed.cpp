@@ -41,6 +41,19 @@ Packed make_packed(GgmlType t, int64_t rows, int64_t cols, std::mt19937& rng) {
   return k;
 }
 
+// make_packed's weight, with its packed copy in the view where the type and shape have one.
+Packed make_weight(GgmlType t, int64_t rows, int64_t cols, std::mt19937& rng) {
+  if (packable(t, rows, cols)) {
+    Packed k = make_packed(t, rows, cols, rng);
+    k.view.packed = k.p.get();
+    return k;
+  }
+  Packed k;
+  k.w = random_weights(t, rows, cols, rng);
+  k.view = WeightView{t, k.w.data(), rows, cols, row_size(t, cols)};
+  return k;
+}
+
 struct Acts {
   std::vector<uint8_t> q, tq;
   std::vector<float> d;
@@ -333,6 +346,58 @@ TEST(Packed, MatmulMultiEqualsOneMatmulPerJob) {
       for (size_t j = 0; j < types.size(); ++j)
         EXPECT_EQ(got[j], ref[j]) << type_name(types[j]) << " job " << j << " nt " << nt;
     }
+  }
+}
+
+// matmul's same_x: a matmul after another one on the same x gives what it gives alone, whatever
+// the two weights' formats (same or other offset, K-quants, a type without a packed kernel,
+// rows past the last group after a call that kept no rows), on every ISA.
+TEST(Packed, SameXGivesTheResultOfAFreshQuantization) {
+  std::mt19937 rng(23);
+  const int64_t cols = 512;
+  const std::vector<std::pair<GgmlType, int64_t>> seq = {
+      {GgmlType::Q4_0, 64}, {GgmlType::Q4_0, 32}, {GgmlType::Q8_0, 48}, {GgmlType::Q5_0, 37},
+      {GgmlType::Q4_K, 32}, {GgmlType::Q6_K, 21}, {GgmlType::Q4_1, 16}, {GgmlType::Q8_0, 16},
+      {GgmlType::Q8_0, 35}};
+  std::vector<Packed> w;
+  for (const auto& [t, rows] : seq) w.push_back(make_weight(t, rows, cols, rng));
+  for (Isa isa : supported_isas()) {
+    force_isa(isa);
+    for (int64_t nt : {1, 7, 40}) {
+      const auto x = random_floats(size_t(nt * cols), rng), x2 = random_floats(x.size(), rng);
+      for (size_t j = 0; j < seq.size(); ++j) {
+        const size_t before = j == 0 ? seq.size() - 1 : j - 1;
+        std::vector<float> ref(size_t(nt * seq[j].second)), got(ref.size(), -1.0f),
+            other(size_t(nt * seq[before].second));
+        matmul(w[j].view, x.data(), nt, ref.data(), nullptr);
+        // Other activations in every scratch buffer, then the previous weight of the sequence
+        // quantizes x in its format; this one reuses what fits.
+        matmul(w[j].view, x2.data(), nt, got.data(), nullptr);
+        matmul(w[before].view, x.data(), nt, other.data(), nullptr);
+        matmul(w[j].view, x.data(), nt, got.data(), nullptr, true);
+        EXPECT_EQ(got, ref) << isa_name(isa) << " " << type_name(seq[j].first) << " after "
+                            << type_name(seq[before].first) << " nt " << nt;
+      }
+    }
+  }
+  reset_isa();
+}
+
+// same_x is a promise the kernels act on: with it, a second matmul reads the activations the
+// first one quantized, even if x has changed since (which is why the caller must know).
+TEST(Packed, SameXReusesTheQuantizedActivations) {
+  std::mt19937 rng(24);
+  const int64_t cols = 256, rows = 32, nt = 9;
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q4_1}) {
+    const Packed w = make_weight(t, rows, cols, rng);
+    auto x = random_floats(size_t(nt * cols), rng);
+    std::vector<float> first(size_t(nt * rows)), reused(first.size()), fresh(first.size());
+    matmul(w.view, x.data(), nt, first.data(), nullptr);
+    for (float& v : x) v = -2.0f * v;
+    matmul(w.view, x.data(), nt, reused.data(), nullptr, true);
+    EXPECT_EQ(reused, first) << type_name(t);
+    matmul(w.view, x.data(), nt, fresh.data(), nullptr);
+    EXPECT_NE(fresh, first) << type_name(t);
   }
 }
 

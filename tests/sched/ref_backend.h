@@ -64,6 +64,8 @@ class RefBackend final : public sched::Backend {
   // Every source pointer the backend read, to check that cross-backend sources were copied.
   std::vector<const void*> reads;
   std::vector<graph::NodeId> computed;
+  std::vector<size_t> runs_at;  // how many nodes this backend had computed at each begin_run
+  void begin_run() override { runs_at.push_back(computed.size()); }
 
   void compute(const graph::CNode& n, sched::TensorMap& t) override {
     if (!supports(n)) fail("{} asked to run unsupported node {}", name_, n.name);

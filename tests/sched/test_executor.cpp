@@ -121,6 +121,29 @@ TEST(Executor, PositionsOutsideTheContextAreErrors) {
   EXPECT_NO_THROW(run.run(c, w, {1, 2}, 14, 1));  // 14, 15: the last two slots
 }
 
+// Every backend hears of each run before any node of it is computed (state a backend carries
+// from node to node, such as the CPU backend's shared matmul activations, is per run).
+TEST(Executor, EveryBackendBeginsEachRunBeforeItsNodes) {
+  test::MiniConfig c;
+  auto weights = test::mini_weights(c, 11);
+  test::MapWeights w(weights);
+  std::set<std::string> held;
+  for (auto& [name, v] : weights)
+    if (name.rfind("blk.0.", 0) == 0) held.insert(name);
+  RefBackend accel("ACCEL", matmul_or_add, held);
+  RefBackend cpu("CPU");
+  test::MiniRun split;
+  split.backends = {&accel, &cpu};
+  split.run(c, w, kTokens, 0, 2);
+  const size_t accel_first = accel.computed.size(), cpu_first = cpu.computed.size();
+  ASSERT_GT(accel_first, 0u);
+  ASSERT_GT(cpu_first, 0u);
+  split.run(c, w, {2, 7}, int32_t(kTokens.size()), 1);
+  EXPECT_EQ(accel.runs_at, (std::vector<size_t>{0, accel_first}));
+  EXPECT_EQ(cpu.runs_at, (std::vector<size_t>{0, cpu_first}));
+  EXPECT_GT(cpu.computed.size(), cpu_first);
+}
+
 TEST(Executor, ObserverSeesEveryComputedNodeAndSkipsOrphans) {
   test::MiniConfig c;
   test::MapWeights w(test::mini_weights(c, 5));

@@ -38,7 +38,12 @@ struct WeightView {
 
 // y[t][r] = dot(W[r], x[t]) (+ bias[r] when bias != nullptr), for t < nt, r < rows.
 // x is [nt][cols], y is [nt][rows].
-void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const float* bias);
+// same_x: the caller's promise that x still holds what it held when this thread's previous
+// matmul or matmul_multi read it (consecutive matmuls of one input: a prompt's q, k and v, its
+// gate and up). The activations that call quantized are then reused where their format fits
+// this weight (the same vec_dot type and, for the packed _0 kernels, the same offset).
+void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const float* bias,
+            bool same_x = false);
 
 // Several matrices with the same row length times the same activations: job j writes
 // jobs[j].y as matmul(jobs[j].w, x, nt, jobs[j].y, jobs[j].bias) would, bit for bit. When
@@ -50,7 +55,7 @@ struct MatmulJob {
   float* y = nullptr;
 };
 constexpr int kMaxJobs = 4;
-void matmul_multi(const MatmulJob* jobs, int n, const float* x, int64_t nt);
+void matmul_multi(const MatmulJob* jobs, int n, const float* x, int64_t nt, bool same_x = false);
 
 // out[i] = dequantized row ids[i] of w (the embedding lookup). Ids are checked by the caller.
 void get_rows(const WeightView& w, const int32_t* ids, int64_t n, float* out);

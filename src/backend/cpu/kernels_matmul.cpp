@@ -36,11 +36,38 @@ constexpr int64_t kDecodeGroups = 4;
 constexpr int64_t kDecodeChunksPerThread = 4;
 constexpr int64_t kPrefillGroups = 2;
 
+// What this thread's activation scratch holds: the quantization of which x, in which format,
+// in which buffers (a larger request may move them). A call whose caller promises an unchanged
+// x (same_x) skips quantizing when the scratch already holds what it needs.
+struct ActKey {
+  const float* x = nullptr;
+  int64_t nt = 0, cols = 0;
+  GgmlType at = GgmlType::F32;
+  int sums = -1;      // the _0 tiles' offset (their c), kKQuantSums, or -1 for plain rows
+  bool rows = false;  // the rows of `at` are in xq (the _0 tiles may leave them out)
+  const uint8_t* xq = nullptr;
+  const void* aux = nullptr;  // the tiles or the K-quant sums
+};
+constexpr int kKQuantSums = -2;
+thread_local ActKey t_act;
+
+// Whether the scratch holds `want` (with its rows where want has them); if not, `want` is what
+// the caller is about to write there.
+bool act_ready(const ActKey& want, bool same_x) {
+  const ActKey& h = t_act;
+  const bool ok = same_x && h.x == want.x && h.nt == want.nt && h.cols == want.cols &&
+                  h.at == want.at && h.sums == want.sums && (h.rows || !want.rows) &&
+                  h.xq == want.xq && h.aux == want.aux;
+  if (!ok) t_act = want;
+  return ok;
+}
+
 // Several packed matrices of one row length and activation format times the same activations:
 // quantized once, and all their work items in one parallel_for (one wake-up and one barrier for
 // the three projections of a decode step's attention, or its FFN's gate and up).
 // f: the jobs' kernels (packed_together).
-void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, const float* x, int64_t nt) {
+void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, const float* x, int64_t nt,
+                   bool same_x) {
   const WeightView& w0 = jobs[0].w;
   const GgmlType at = packed_act_type(w0.type);
   const bool sums = at == GgmlType::Q8_0;  // the K-quant kernels read Q8_K's own d and bsums
@@ -75,10 +102,14 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     for (int64_t t = i * item_tokens; t < std::min(nt, (i + 1) * item_tokens); ++t) quantize(t, 0);
   };
   const int64_t n_items = (nt + item_tokens - 1) / item_tokens;
-  if (par && n_items > 1)
-    parallel_for(n_items, quantize_item);
-  else
-    for (int64_t t = 0; t < nt; ++t) quantize(t, 0);
+  const ActKey want{x, nt, cols, at, sums ? packed_offset(w0.type) : kKQuantSums, !sums || tails, xq,
+                    sums ? static_cast<const void*>(tq) : ks};
+  if (!act_ready(want, same_x)) {
+    if (par && n_items > 1)
+      parallel_for(n_items, quantize_item);
+    else
+      for (int64_t t = 0; t < nt; ++t) quantize(t, 0);
+  }
 
   const int64_t all_groups = rows / kPackRows;
   const int64_t per = nt > 1 ? kPrefillGroups
@@ -143,12 +174,12 @@ bool packed_together(const MatmulJob* jobs, int n, PackedGemmFn* f) {
 
 }  // namespace
 
-void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const float* bias) {
+void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const float* bias, bool same_x) {
   if (nt <= 0 || w.rows <= 0) return;
   const MatmulJob job{w, bias, y};
   PackedGemmFn f;
   if (packed_together(&job, 1, &f)) {
-    matmul_packed(&job, 1, &f, x, nt);
+    matmul_packed(&job, 1, &f, x, nt, same_x);
     return;
   }
   const GgmlType vdt = vec_dot_type(w.type);
@@ -163,10 +194,12 @@ void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const flo
   auto quantize = [&](int64_t t, int) {
     quantize_act(vdt, x + t * w.cols, xq + size_t(t) * xs, w.cols);
   };
-  if (par && nt > 1)
-    parallel_for(nt, quantize);
-  else
-    for (int64_t t = 0; t < nt; ++t) quantize(t, 0);
+  if (!act_ready(ActKey{x, nt, w.cols, vdt, -1, true, xq, nullptr}, same_x)) {
+    if (par && nt > 1)
+      parallel_for(nt, quantize);
+    else
+      for (int64_t t = 0; t < nt; ++t) quantize(t, 0);
+  }
 
   const DotTileFn tile = dot_tile(w.type, active_isa());
   const int64_t n_chunks = (w.rows + kRowChunk - 1) / kRowChunk;
@@ -188,14 +221,14 @@ void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const flo
     for (int64_t c = 0; c < n_chunks * n_tblk; ++c) work(c, 0);
 }
 
-void matmul_multi(const MatmulJob* jobs, int n, const float* x, int64_t nt) {
+void matmul_multi(const MatmulJob* jobs, int n, const float* x, int64_t nt, bool same_x) {
   if (n < 1 || n > kMaxJobs) fail("matmul_multi: {} matrices (1 to {})", n, kMaxJobs);
   PackedGemmFn f[kMaxJobs];
   if (nt > 0 && packed_together(jobs, n, f)) {
-    matmul_packed(jobs, n, f, x, nt);
+    matmul_packed(jobs, n, f, x, nt, same_x);
     return;
   }
-  for (int j = 0; j < n; ++j) matmul(jobs[j].w, x, nt, jobs[j].y, jobs[j].bias);
+  for (int j = 0; j < n; ++j) matmul(jobs[j].w, x, nt, jobs[j].y, jobs[j].bias, same_x || j > 0);
 }
 
 void get_rows(const WeightView& w, const int32_t* ids, int64_t n, float* out) {
