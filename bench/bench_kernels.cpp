@@ -94,16 +94,17 @@ MINFER_BENCH_TYPE(Q4_0)
 MINFER_BENCH_TYPE(Q4_K)
 MINFER_BENCH_TYPE(Q6_K)
 
-// Decode as a model runs it: each call reads a matrix no cache holds (copies cycled through
-// 512 MiB), so the GB/s include what a step pays per matmul for starting its streams cold.
-// Args: rows, cols, threads (the best ISA).
-void GemvPackedCold(benchmark::State& st, GgmlType t) {
+// Decode and prefill as a model runs them: each call reads a matrix no cache holds (copies
+// cycled through 512 MiB), so the numbers include what a step pays per matmul for starting its
+// weight streams cold. GemvPackedCold: GB/s of weights; Gemm128PackedCold: GOP/s of a 128-token
+// prompt. Args: rows, cols, threads (the best ISA, or MINFER_ISA's).
+void packed_cold(benchmark::State& st, GgmlType t, int64_t nt) {
   const int64_t rows = st.range(0), cols = st.range(1);
   set_threads(int(st.range(2)));
   std::mt19937 rng(1);
   const auto w = test::random_weights(t, rows, cols, rng);
-  const auto x = test::random_floats(size_t(cols), rng);
-  std::vector<float> y(static_cast<size_t>(rows));
+  const auto x = test::random_floats(size_t(nt * cols), rng);
+  std::vector<float> y(static_cast<size_t>(nt * rows));
   WeightView wv{t, w.data(), rows, cols, row_size(t, cols)};
   const size_t pb = packed_bytes(t, rows, cols);
   AlignedBuffer pw = aligned_buffer(pb);
@@ -115,13 +116,19 @@ void GemvPackedCold(benchmark::State& st, GgmlType t) {
   size_t i = 0;
   for (auto _ : st) {
     wv.packed = all.get() + (i++ % copies) * stride;
-    matmul(wv, x.data(), 1, y.data(), nullptr);
+    matmul(wv, x.data(), nt, y.data(), nullptr);
     benchmark::DoNotOptimize(y.data());
   }
-  st.counters["GB/s"] = benchmark::Counter(double(pb) * double(st.iterations()), benchmark::Counter::kIsRate,
-                                           benchmark::Counter::kIs1000);
+  if (nt == 1)
+    st.counters["GB/s"] = benchmark::Counter(double(pb) * double(st.iterations()),
+                                             benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  else
+    st.counters["GOP/s"] = benchmark::Counter(2.0 * double(rows * cols * nt) * double(st.iterations()),
+                                              benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
   set_threads(0);
 }
+void GemvPackedCold(benchmark::State& st, GgmlType t) { packed_cold(st, t, 1); }
+void Gemm128PackedCold(benchmark::State& st, GgmlType t) { packed_cold(st, t, 128); }
 void cold_shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"rows", "cols", "threads"});
   for (int th : {1, 2})  // qwen2.5-0.5b's q+k+v, attn_output, gate+up, down; qwen3's q+k+v
@@ -142,6 +149,9 @@ BENCHMARK_CAPTURE(GemvPackedCold, Q4_0, GgmlType::Q4_0)->Apply(cold_shapes);
 BENCHMARK_CAPTURE(GemvPackedCold, Q5_0, GgmlType::Q5_0)->Apply(cold_shapes);
 BENCHMARK_CAPTURE(GemvPackedCold, Q4_K, GgmlType::Q4_K)->Apply(cold_shapes_256);
 BENCHMARK_CAPTURE(GemvPackedCold, Q6_K, GgmlType::Q6_K)->Apply(cold_shapes_256);
+BENCHMARK_CAPTURE(Gemm128PackedCold, Q8_0, GgmlType::Q8_0)->Apply(cold_shapes);
+BENCHMARK_CAPTURE(Gemm128PackedCold, Q4_0, GgmlType::Q4_0)->Apply(cold_shapes);
+BENCHMARK_CAPTURE(Gemm128PackedCold, Q4_K, GgmlType::Q4_K)->Apply(cold_shapes_256);
 
 // Attention of qwen2.5-0.5b (14 query heads, 2 KV heads, head size 64) or qwen3-0.6b (16, 8,
 // 128): a prompt of n tokens from position 0 (prefill), or one token at position n - 1 (decode).

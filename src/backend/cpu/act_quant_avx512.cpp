@@ -20,6 +20,9 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")
+// GCC 12's AVX-512 headers trip these on their own _mm512_undefined_* placeholders.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace minfer::cpu {
 namespace {

@@ -31,10 +31,17 @@ constexpr int64_t kParallelMacs = int64_t(1) << 16;
 // (the hardware prefetchers ramp up again, the software prefetch runs past its end into rows
 // another thread reads), so chunks are as long as balancing allows: kDecodeChunksPerThread per
 // thread, at least kDecodeGroups groups (a vocabulary-sized GEMV on 2 threads: Q8_0 24 ->
-// 28 GB/s, Q4_K 18 -> 24). Prefill reuses each panel over up to kTokenBlock tokens.
+// 28 GB/s, Q4_K 18 -> 24). Prefill reuses each panel over up to kTokenBlock tokens; its items
+// too start their weight streams cold, so they hold about kPrefillItemBytes of weights where
+// there are groups enough for kPrefillChunksPerThread items a thread, in pairs of groups (AMX
+// takes them in pairs), at least kPrefillGroups (2-group items: a 128-token Q4_0 GEMM with cold
+// weights, 9728 x 896 on 2 threads, 690-720 GOP/s; these, with the next group's prefetch of the
+// decoded kernels: 750-800).
 constexpr int64_t kDecodeGroups = 4;
 constexpr int64_t kDecodeChunksPerThread = 4;
 constexpr int64_t kPrefillGroups = 2;
+constexpr int64_t kPrefillChunksPerThread = 4;
+constexpr int64_t kPrefillItemBytes = 64 << 10;
 
 // What this thread's activation scratch holds: the quantization of which x, in which format,
 // in which buffers (a larger request may move them). A call whose caller promises an unchanged
@@ -112,8 +119,11 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   }
 
   const int64_t all_groups = rows / kPackRows;
-  const int64_t per = nt > 1 ? kPrefillGroups
-                             : std::max(kDecodeGroups, all_groups / (kDecodeChunksPerThread * threads()));
+  const int64_t gb0 = int64_t(packed_group_bytes(w0.type, cols));
+  const int64_t per =
+      nt > 1 ? std::max(kPrefillGroups, std::min(all_groups / (kPrefillChunksPerThread * threads()),
+                                                 (kPrefillItemBytes + gb0 - 1) / gb0) & ~int64_t(1))
+             : std::max(kDecodeGroups, all_groups / (kDecodeChunksPerThread * threads()));
   const int64_t n_tblk = (nt + kTokenBlock - 1) / kTokenBlock;
   int64_t first[kMaxJobs + 1] = {0};  // first work item of each job
   for (int j = 0; j < n_jobs; ++j) {

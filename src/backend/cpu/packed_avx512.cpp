@@ -4,6 +4,7 @@
 // offset correction, then one convert and one FMA for 16 outputs. AMX computes the same
 // 16 tokens x 16 rows x 32 integer sums with one tile product (TDPBSUD: signed activations x
 // unsigned weights), stored and then scaled exactly as above.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -142,10 +143,18 @@ inline void vnni_tile(const uint8_t* quants, const uint8_t* sc, int64_t nb, cons
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + (t0 + t) * ldy, acc[t]);
 }
 
+// next (when not null): next_bytes to fetch into L2 while the 8-token tiles run, a slice before
+// each: the next group of a decoded call, whose blocks its decode would otherwise wait for.
 template <class P>
 inline void vnni_group(const uint8_t* quants, const uint8_t* sc, int64_t nb, const PackedAct& x,
-                       int64_t t0, int64_t nt, float* y, int64_t ldy) {
-  for (; t0 + 8 <= nt; t0 += 8) vnni_tile<P, 8>(quants, sc, nb, x, t0, y, ldy);
+                       int64_t t0, int64_t nt, float* y, int64_t ldy, const uint8_t* next = nullptr,
+                       size_t next_bytes = 0) {
+  const size_t slice = next ? (next_bytes / size_t((nt - t0) / 8 + 1) + 63) & ~size_t(63) : 0;
+  for (size_t o = 0; t0 + 8 <= nt; t0 += 8) {
+    for (const size_t end = std::min(next_bytes, o + slice); o < end; o += 64)
+      _mm_prefetch((const char*)(next + o), _MM_HINT_T2);
+    vnni_tile<P, 8>(quants, sc, nb, x, t0, y, ldy);
+  }
   for (; t0 + 4 <= nt; t0 += 4) vnni_tile<P, 4>(quants, sc, nb, x, t0, y, ldy);
   for (; t0 < nt; ++t0) vnni_tile<P, 1>(quants, sc, nb, x, t0, y, ldy);
 }
@@ -168,7 +177,7 @@ void gemm_vnni(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const 
     const uint8_t* sc = grp + size_t(nb) * P::kBytes;
     if (pan) {
       Decoded<P>::decode(grp, nb, pan);
-      vnni_group<Decoded<P>>(pan, sc, nb, x, 0, nt, y + 16 * g, ldy);
+      vnni_group<Decoded<P>>(pan, sc, nb, x, 0, nt, y + 16 * g, ldy, g + 1 < n_groups ? grp + gb : nullptr, gb);
     } else {
       vnni_group<P>(grp, sc, nb, x, 0, nt, y + 16 * g, ldy);
     }
