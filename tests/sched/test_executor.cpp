@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
 #include "common/error.h"
 #include "sched_fixture.h"
 
@@ -16,15 +21,21 @@ bool matmul_or_add(const CNode& n) {
 
 const std::vector<int32_t> kTokens{3, 1, 4, 1, 5, 9};
 
+// The weights an accelerator holds in the split tests: layer 0's, and the output matrix.
+std::set<std::string> accel_weights(const std::map<std::string, std::vector<float>>& weights) {
+  std::set<std::string> held;
+  for (auto& [name, v] : weights)
+    if (name.rfind("blk.0.", 0) == 0 || name == "output.weight") held.insert(name);
+  return held;
+}
+
 }  // namespace
 
 TEST(Executor, SplitExecutionWithCopiesMatchesSingleBackend) {
   test::MiniConfig c;
   auto weights = test::mini_weights(c, 11);
   test::MapWeights w(weights);
-  std::set<std::string> held;
-  for (auto& [name, v] : weights)
-    if (name.rfind("blk.0.", 0) == 0 || name == "output.weight") held.insert(name);
+  const std::set<std::string> held = accel_weights(weights);
 
   RefBackend cpu_only("CPU");
   test::MiniRun ref;
@@ -127,10 +138,7 @@ TEST(Executor, EveryBackendBeginsEachRunBeforeItsNodes) {
   test::MiniConfig c;
   auto weights = test::mini_weights(c, 11);
   test::MapWeights w(weights);
-  std::set<std::string> held;
-  for (auto& [name, v] : weights)
-    if (name.rfind("blk.0.", 0) == 0) held.insert(name);
-  RefBackend accel("ACCEL", matmul_or_add, held);
+  RefBackend accel("ACCEL", matmul_or_add, accel_weights(weights));
   RefBackend cpu("CPU");
   test::MiniRun split;
   split.backends = {&accel, &cpu};
