@@ -6,9 +6,9 @@
 // vector instruction each for the 16 blocks. The quants go straight into the packed tiles, with
 // no Q8_0 row in between unless the caller wants it.
 //
-// Bit-identical to quantize_act_q8_0 + packed_act_row: the same divisions, x * id rounded half
-// to even, saturated to int8 as the AVX2 packs do; a maximum does not depend on the order in
-// which it is taken.
+// Bit-identical to the AVX2/scalar rows re-laid by packed_act_quantize's fallback: the same
+// divisions, x * id rounded half to even, saturated to int8 as the AVX2 packs do; a maximum does
+// not depend on the order in which it is taken.
 #include <algorithm>
 #include <cstdint>
 
@@ -88,7 +88,7 @@ inline void q8_0_blocks(const float* x, int n, quant::block_q8_0* row, int offse
     if (tq) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(tq + 32 * kActTile * b), p0);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(tq + 32 * kActTile * b + 16), p1);
-      // The sum of the stored (saturated) quants, as packed_act_row takes it.
+      // The sum of the stored (saturated) quants, as the fallback's re-lay takes it.
       v[b] = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_cvtepi8_epi32(p0), _mm512_cvtepi8_epi32(p1)));
     }
   }
