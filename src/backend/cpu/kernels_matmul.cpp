@@ -43,6 +43,13 @@ constexpr int64_t kPrefillGroups = 2;
 constexpr int64_t kPrefillChunksPerThread = 4;
 constexpr int64_t kPrefillItemBytes = 64 << 10;
 
+// Groups per prefill work item (the rule above), for all_groups groups of group_bytes each.
+int64_t prefill_groups_per_item(int64_t all_groups, int64_t group_bytes) {
+  const int64_t by_bytes = (kPrefillItemBytes + group_bytes - 1) / group_bytes;
+  const int64_t by_count = all_groups / (kPrefillChunksPerThread * threads());
+  return std::max(kPrefillGroups, std::min(by_bytes, by_count) & ~int64_t(1));  // even: AMX pairs
+}
+
 // What this thread's activation scratch holds: the quantization of which x, in which format,
 // in which buffers (a larger request may move them). A call whose caller promises an unchanged
 // x (same_x) skips quantizing when the scratch already holds what it needs.
@@ -119,11 +126,8 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   }
 
   const int64_t all_groups = rows / kPackRows;
-  const int64_t gb0 = int64_t(packed_group_bytes(w0.type, cols));
-  const int64_t per =
-      nt > 1 ? std::max(kPrefillGroups, std::min(all_groups / (kPrefillChunksPerThread * threads()),
-                                                 (kPrefillItemBytes + gb0 - 1) / gb0) & ~int64_t(1))
-             : std::max(kDecodeGroups, all_groups / (kDecodeChunksPerThread * threads()));
+  const int64_t per = nt > 1 ? prefill_groups_per_item(all_groups, int64_t(packed_group_bytes(w0.type, cols)))
+                             : std::max(kDecodeGroups, all_groups / (kDecodeChunksPerThread * threads()));
   const int64_t n_tblk = (nt + kTokenBlock - 1) / kTokenBlock;
   int64_t first[kMaxJobs + 1] = {0};  // first work item of each job
   for (int j = 0; j < n_jobs; ++j) {
