@@ -349,6 +349,42 @@ TEST(Packed, MatmulMultiEqualsOneMatmulPerJob) {
   }
 }
 
+// A decode step's work items (guided: long items first, short ones last, cut where a job ends)
+// cover every row of every job exactly once, whatever the thread count: the packed jobs together
+// give what the GGUF-layout kernel gives for each alone, and the same bits on any thread count.
+TEST(Packed, DecodeWorkItemsCoverEveryRowOnAnyThreadCount) {
+  if (!packed_gemm(GgmlType::Q8_0, active_isa())) GTEST_SKIP() << "no packed kernels on " << isa_name(active_isa());
+  std::mt19937 rng(29);
+  const int64_t cols = 256, rows[3] = {16 * 57, 16 * 8 + 3, 16 * 9};
+  std::vector<Packed> w;
+  std::vector<std::vector<float>> ref;
+  const auto x = random_floats(size_t(cols), rng);
+  for (int64_t r : rows) {
+    w.push_back(make_packed(GgmlType::Q8_0, r, cols, rng));
+    ref.emplace_back(size_t(r));
+    matmul(w.back().view, x.data(), 1, ref.back().data(), nullptr);  // the GGUF layout
+    w.back().view.packed = w.back().p.get();
+  }
+  std::vector<std::vector<float>> first;
+  for (int th : {1, 2, 3, 4, 7}) {
+    set_threads(th);
+    std::vector<std::vector<float>> got;
+    MatmulJob jobs[3];
+    for (size_t j = 0; j < 3; ++j) {
+      got.emplace_back(size_t(rows[j]), std::nanf(""));
+      jobs[j] = MatmulJob{w[j].view, nullptr, got[j].data()};
+    }
+    matmul_multi(jobs, 3, x.data(), 1);
+    for (size_t j = 0; j < 3; ++j)
+      for (int64_t i = 0; i < rows[j]; ++i)
+        ASSERT_NEAR(got[j][size_t(i)], ref[j][size_t(i)], 1e-4f * (1.0f + std::fabs(ref[j][size_t(i)])))
+            << th << " threads, job " << j << " row " << i;
+    if (first.empty()) first = got;
+    EXPECT_EQ(got, first) << th << " threads";
+  }
+  set_threads(0);
+}
+
 // matmul's same_x: a matmul after another one on the same x gives what it gives alone, whatever
 // the two weights' formats (same or other offset, K-quants, a type without a packed kernel,
 // rows past the last group after a call that kept no rows), on every ISA.

@@ -3,6 +3,7 @@
 // chunk multiplied with every activation row (a weight panel is read once per token block).
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/act_quant.h"
 #include "backend/cpu/kernels.h"
@@ -27,18 +28,20 @@ static_assert(kTokenBlock % kActTile == 0);
 // cost more than it saves (tiny models' decode steps).
 constexpr int64_t kParallelMacs = int64_t(1) << 16;
 
-// Groups of 16 rows per work item. Decode streams weights: each new chunk restarts a stream
+// Work items are groups of 16 rows. Decode streams weights: each new item restarts a stream
 // (the hardware prefetchers ramp up again, the software prefetch runs past its end into rows
-// another thread reads), so chunks are as long as balancing allows: kDecodeChunksPerThread per
-// thread, at least kDecodeGroups groups (a vocabulary-sized GEMV on 2 threads: Q8_0 24 ->
-// 28 GB/s, Q4_K 18 -> 24). Prefill reuses each panel over up to kTokenBlock tokens; its items
-// too start their weight streams cold, so they hold about kPrefillItemBytes of weights where
-// there are groups enough for kPrefillChunksPerThread items a thread, in pairs of groups (AMX
-// takes them in pairs), at least kPrefillGroups (2-group items: a 128-token Q4_0 GEMM with cold
-// weights, 9728 x 896 on 2 threads, 690-720 GOP/s; these, with the next group's prefetch of the
-// decoded kernels: 750-800).
+// another thread reads), so items are as long as balancing allows: guided self-scheduling, each
+// item 1/threads of the groups still unassigned, at least kDecodeGroups, the last items small
+// so that the threads finish together (qwen2.5-0.5b tg64 on 2 threads, against kDecodeChunksPerThread
+// = 4 even items of each matrix: Q8_0 48.8 -> 48.9, Q4_0 69.5 -> 71.5, Q4_K_M 59.0 -> 59.5 t/s
+// median; a vocabulary-sized GEMV had gone 24 -> 28 GB/s from 32-row items to 4 a thread).
+// Prefill reuses each panel over up to kTokenBlock tokens; its items too start their weight
+// streams cold, so they hold about kPrefillItemBytes of weights where there are groups enough
+// for kPrefillChunksPerThread items a thread, in pairs of groups (AMX takes them in pairs), at
+// least kPrefillGroups (2-group items: a 128-token Q4_0 GEMM with cold weights, 9728 x 896 on
+// 2 threads, 690-720 GOP/s; these, with the next group's prefetch of the decoded kernels:
+// 750-800).
 constexpr int64_t kDecodeGroups = 4;
-constexpr int64_t kDecodeChunksPerThread = 4;
 constexpr int64_t kPrefillGroups = 2;
 constexpr int64_t kPrefillChunksPerThread = 4;
 constexpr int64_t kPrefillItemBytes = 64 << 10;
@@ -48,6 +51,43 @@ int64_t prefill_groups_per_item(int64_t all_groups, int64_t group_bytes) {
   const int64_t by_bytes = (kPrefillItemBytes + group_bytes - 1) / group_bytes;
   const int64_t by_count = all_groups / (kPrefillChunksPerThread * threads());
   return std::max(kPrefillGroups, std::min(by_bytes, by_count) & ~int64_t(1));  // even: AMX pairs
+}
+
+// One work item of matmul_packed: groups [g0, g0 + ng) of job `job` for tokens from t0 (a
+// kTokenBlock of them, or the rest).
+struct WorkItem {
+  int job;
+  int64_t g0, ng, t0;
+};
+
+// The items of a decode step (one token): the jobs' groups taken as one sequence, cut where
+// a job ends.
+void decode_items(const MatmulJob* jobs, int n_jobs, int64_t all_groups, std::vector<WorkItem>& items) {
+  items.clear();
+  const int64_t t = threads();
+  int j = 0;
+  int64_t g = 0;  // next group of job j
+  for (int64_t left = all_groups; left > 0;) {
+    int64_t size = std::min(left, std::max(kDecodeGroups, (left + t - 1) / t));
+    left -= size;
+    while (size > 0) {
+      const int64_t groups = jobs[j].w.rows / kPackRows, take = std::min(size, groups - g);
+      if (take > 0) items.push_back({j, g, take, 0});
+      size -= take;
+      g += take;
+      if (g == groups) ++j, g = 0;
+    }
+  }
+}
+
+// The items of a prompt: per job, per run of `per` groups, per token block.
+void prefill_items(const MatmulJob* jobs, int n_jobs, int64_t per, int64_t nt, std::vector<WorkItem>& items) {
+  items.clear();
+  for (int j = 0; j < n_jobs; ++j) {
+    const int64_t groups = jobs[j].w.rows / kPackRows;
+    for (int64_t g0 = 0; g0 < groups; g0 += per)
+      for (int64_t t0 = 0; t0 < nt; t0 += kTokenBlock) items.push_back({j, g0, std::min(per, groups - g0), t0});
+  }
 }
 
 // What this thread's activation scratch holds: the quantization of which x, in which format,
@@ -126,37 +166,34 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   }
 
   const int64_t all_groups = rows / kPackRows;
-  const int64_t per = nt > 1 ? prefill_groups_per_item(all_groups, int64_t(packed_group_bytes(w0.type, cols)))
-                             : std::max(kDecodeGroups, all_groups / (kDecodeChunksPerThread * threads()));
-  const int64_t n_tblk = (nt + kTokenBlock - 1) / kTokenBlock;
-  int64_t first[kMaxJobs + 1] = {0};  // first work item of each job
-  for (int j = 0; j < n_jobs; ++j) {
-    const int64_t groups = jobs[j].w.rows / kPackRows;
-    first[j + 1] = first[j] + (groups + per - 1) / per * n_tblk;
-  }
+  thread_local std::vector<WorkItem> t_items;
+  const std::vector<WorkItem>& items = t_items;  // (the workers read the caller's)
+  if (nt == 1)
+    decode_items(jobs, n_jobs, all_groups, t_items);
+  else
+    prefill_items(jobs, n_jobs, prefill_groups_per_item(all_groups, int64_t(packed_group_bytes(w0.type, cols))),
+                  nt, t_items);
   auto work = [&](int64_t c, int) {
-    int j = 0;
-    while (c >= first[j + 1]) ++j;
-    const MatmulJob& job = jobs[j];
-    const int64_t groups = job.w.rows / kPackRows, ldy = job.w.rows;
-    const int64_t gc = (c - first[j]) / n_tblk, tb = (c - first[j]) % n_tblk;
-    const int64_t g0 = gc * per, ng = std::min(per, groups - g0);
-    const int64_t t0 = tb * kTokenBlock, ntb = std::min(kTokenBlock, nt - t0);
+    const WorkItem& it = items[size_t(c)];
+    const MatmulJob& job = jobs[it.job];
+    const int64_t ldy = job.w.rows, g0 = it.g0, ng = it.ng;
+    const int64_t t0 = it.t0, ntb = std::min(kTokenBlock, nt - t0);
     // t0 starts a tile (kTokenBlock is a multiple of kActTile).
     const size_t a0 = act_index(t0, 0, nb);
     const PackedAct xa = sums ? PackedAct{nullptr, 0, nullptr, tq + 32 * a0, xd + a0, xc + a0}
                               : PackedAct{xq + size_t(t0) * xs, xs, ks + t0 * nb};
     float* yc = job.y + t0 * ldy + g0 * kPackRows;
     const size_t gb = packed_group_bytes(job.w.type, cols);
-    f[j](job.w.type, job.w.packed + size_t(g0) * gb, ng, nb, xa, ntb, yc, ldy);
+    f[it.job](job.w.type, job.w.packed + size_t(g0) * gb, ng, nb, xa, ntb, yc, ldy);
     if (job.bias)
       for (int64_t t = 0; t < ntb; ++t)
         for (int64_t r = 0; r < ng * kPackRows; ++r) yc[t * ldy + r] += job.bias[g0 * kPackRows + r];
   };
+  const int64_t n_work = int64_t(items.size());
   if (par)
-    parallel_for(first[n_jobs], work);
+    parallel_for(n_work, work);
   else
-    for (int64_t c = 0; c < first[n_jobs]; ++c) work(c, 0);
+    for (int64_t c = 0; c < n_work; ++c) work(c, 0);
   // Rows past the last whole group (a vocabulary of 151669 rows) have no packed copy: the
   // GGUF-layout tile kernel takes them, on the same activations (the types' vec_dot types).
   for (int j = 0; j < n_jobs; ++j) {
