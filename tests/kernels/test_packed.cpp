@@ -350,12 +350,13 @@ TEST(Packed, MatmulMultiEqualsOneMatmulPerJob) {
 }
 
 // A decode step's work items (guided: long items first, short ones last, cut where a job ends)
-// cover every row of every job exactly once, whatever the thread count: the packed jobs together
+// cover every row of every job exactly once, whatever the thread count (the jobs' tail rows
+// together exceed a group): the packed jobs together
 // give what the GGUF-layout kernel gives for each alone, and the same bits on any thread count.
 TEST(Packed, DecodeWorkItemsCoverEveryRowOnAnyThreadCount) {
   if (!packed_gemm(GgmlType::Q8_0, active_isa())) GTEST_SKIP() << "no packed kernels on " << isa_name(active_isa());
   std::mt19937 rng(29);
-  const int64_t cols = 256, rows[3] = {16 * 57, 16 * 8 + 3, 16 * 9};
+  const int64_t cols = 256, rows[3] = {16 * 57 + 9, 16 * 8 + 9, 16 * 9};  // 2 tails > 1 group
   std::vector<Packed> w;
   std::vector<std::vector<float>> ref;
   const auto x = random_floats(size_t(cols), rng);

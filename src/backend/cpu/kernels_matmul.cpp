@@ -133,8 +133,8 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   float* xd = sums ? thread_scratch_array<float>(ScratchSlot::MatmulActScales, n_act) : nullptr;
   int32_t* xc = sums ? thread_scratch_array<int32_t>(ScratchSlot::MatmulActSums, n_act) : nullptr;
   Q8KSums* ks = sums ? nullptr : thread_scratch_array<Q8KSums>(ScratchSlot::MatmulActScales, size_t(nt * nb));
-  int64_t rows = 0;
-  for (int j = 0; j < n_jobs; ++j) rows += jobs[j].w.rows;
+  int64_t rows = 0, all_groups = 0;  // (each job's rows past its last group are not in a group)
+  for (int j = 0; j < n_jobs; ++j) rows += jobs[j].w.rows, all_groups += jobs[j].w.rows / kPackRows;
   const bool par = rows * cols * nt >= kParallelMacs;
   // The _0 types' Q8_0 rows are read only by the GGUF-layout kernel of rows past the last group.
   bool tails = false;
@@ -165,7 +165,6 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
       for (int64_t t = 0; t < nt; ++t) quantize(t, 0);
   }
 
-  const int64_t all_groups = rows / kPackRows;
   thread_local std::vector<WorkItem> t_items;
   const std::vector<WorkItem>& items = t_items;  // (the workers read the caller's)
   if (nt == 1)
