@@ -22,7 +22,7 @@ QkvClass qkv_class(const HParams& hp, const TensorTable& t, int layer,
 
 bool fuse_ffn(const HParams& hp, const TensorTable& t, int layer, const graph::GraphParams& p,
               const FusedKernels& k) {
-  return p.n_tokens == 1 && p.cparams.fuse_ffn && k.ffn && hp.n_ff <= kMaxFusedFfnWidth &&
+  return p.cparams.fuse_ffn && k.ffn && hp.n_ff <= kMaxFusedFfnWidth &&
          t.get(blk(layer, "ffn_gate.weight")).type == t.get(blk(layer, "ffn_up.weight")).type;
 }
 

@@ -200,13 +200,7 @@ void CpuBackend::compute(const graph::CNode& node, sched::TensorMap& tm) {
           },
           [&](const graph::OpFusedFFN&) {
             const auto& m = std::get<graph::FusedFfnMeta>(node.meta);
-            const float* x = src_f32(0);
-            scratch_k_.resize(size_t(nt * m.nf));
-            scratch_u_.resize(size_t(nt * m.nf));
-            const cpu::MatmulJob jobs[2] = {{view(tm, m.gate), nullptr, scratch_k_.data()},
-                                            {view(tm, m.up), nullptr, scratch_u_.data()}};
-            cpu::matmul_multi(jobs, 2, x, nt);
-            cpu::swiglu(scratch_k_.data(), scratch_u_.data(), out(), nt * m.nf);
+            cpu::matmul_swiglu(view(tm, m.gate), view(tm, m.up), src_f32(0), nt, out());
           },
       },
       node.op);

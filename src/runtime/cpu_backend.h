@@ -25,7 +25,7 @@ class CpuBackend final : public sched::Backend {
   // same source right after it (a prompt's q, k and v; its gate and up) reads activations that
   // no node has written since, so it reuses their quantization (cpu::matmul's same_x).
   graph::NodeId prev_matmul_src_ = -1;
-  std::vector<float> scratch_k_, scratch_v_, scratch_u_;  // fused ops' intermediates
+  std::vector<float> scratch_k_, scratch_v_;  // the fused QKV classes' K and V
 };
 
 }  // namespace minfer::runtime

@@ -179,18 +179,18 @@ TEST_F(Cli, DumpGraphWritesDotAndJson) {
   EXPECT_EQ(j["nodes"].size(), std::stoul(m[1]));
   EXPECT_NE(slurp(dot).find("digraph"), std::string::npos);
   // As executed: every node assigned, every live node placed in an arena; only the KV nodes
-  // (persistent regions) and Silus orphaned by the SwiGLU fusion have none.
-  int swiglu = 0;
+  // (persistent regions) have none.
+  int ffn = 0;
   for (const auto& n : j["nodes"]) {
     EXPECT_EQ(n["backend"], "CPU") << n["name"];
     const std::string op = n["op"];
-    swiglu += op == "SwiGLU";
+    ffn += op == "FusedFFN";
     if (op == "KvStore" || op == "KvLoad" || op == "Silu") EXPECT_TRUE(n["buffer"].is_null()) << n["name"];
     else EXPECT_TRUE(n["buffer"].is_object() && n["buffer"]["size"].get<int64_t>() > 0) << n["name"];
     for (const char* k : {"id", "name", "op", "payload", "src", "shape", "dtype"})
       EXPECT_TRUE(n.contains(k)) << k;
   }
-  EXPECT_EQ(swiglu, 5);  // stories260K: one per block, fused
+  EXPECT_EQ(ffn, 5);  // stories260K: one per block
   EXPECT_EQ(j["params"]["n_tokens"], j["nodes"][0]["shape"][0]);
 }
 

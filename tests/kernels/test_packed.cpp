@@ -386,6 +386,44 @@ TEST(Packed, DecodeWorkItemsCoverEveryRowOnAnyThreadCount) {
   set_threads(0);
 }
 
+// matmul_swiglu (a work item multiplies the same rows of gate and up and combines them) gives
+// what the two matmuls and swiglu give, bit for bit: packed types, mixed K-quants, a type with
+// no packed kernel, rows past the last group, several token blocks, every ISA and 1-3 threads.
+TEST(Packed, MatmulSwigluEqualsTheTwoMatmulsAndSwiglu) {
+  std::mt19937 rng(31);
+  const int64_t cols = 512, rows = 16 * 9 + 5;
+  const std::pair<GgmlType, GgmlType> pairs[] = {{GgmlType::Q8_0, GgmlType::Q8_0},
+                                                 {GgmlType::Q4_0, GgmlType::Q4_0},
+                                                 {GgmlType::Q5_0, GgmlType::Q5_0},
+                                                 {GgmlType::Q4_K, GgmlType::Q6_K},
+                                                 {GgmlType::Q4_1, GgmlType::Q4_1}};
+  for (auto [tg, tu] : pairs) {
+    const Packed g = make_weight(tg, rows, cols, rng), u = make_weight(tu, rows, cols, rng);
+    for (int64_t nt : {1, 7, 300}) {
+      const auto x = random_floats(size_t(nt * cols), rng, 3.0f);
+      for (Isa isa : supported_isas()) {
+        force_isa(isa);
+        for (int th : {1, 2, 3}) {
+          set_threads(th);
+          std::vector<float> yg(size_t(nt * rows)), yu(yg.size()), ref(yg.size()), got(yg.size(), std::nanf(""));
+          matmul(g.view, x.data(), nt, yg.data(), nullptr);
+          matmul(u.view, x.data(), nt, yu.data(), nullptr);
+          swiglu(yg.data(), yu.data(), ref.data(), nt * rows);
+          matmul_swiglu(g.view, u.view, x.data(), nt, got.data());
+          ASSERT_EQ(0, std::memcmp(got.data(), ref.data(), ref.size() * sizeof(float)))
+              << type_name(tg) << "/" << type_name(tu) << " nt " << nt << " " << isa_name(isa) << " " << th
+              << " threads";
+        }
+      }
+      reset_isa();
+    }
+  }
+  set_threads(0);
+  const Packed a = make_weight(GgmlType::Q8_0, 32, cols, rng), b = make_weight(GgmlType::Q8_0, 48, cols, rng);
+  std::vector<float> x(static_cast<size_t>(cols)), y(48);
+  EXPECT_THROW(matmul_swiglu(a.view, b.view, x.data(), 1, y.data()), Error);
+}
+
 // matmul's same_x: a matmul after another one on the same x gives what it gives alone, whatever
 // the two weights' formats (same or other offset, K-quants, a type without a packed kernel,
 // rows past the last group after a call that kept no rows), on every ISA.

@@ -44,11 +44,12 @@ std::string weight_of(const graph::CNode& n) {
 
 }  // namespace
 
+// The design's census: the unfused prefill graph (fuse_ffn off; with it, FusedFFN below).
 TEST(Census, Qwen25Prefill30TokensIs440Nodes) {
   const auto hp = test::qwen25_05b_hparams();
   const auto t = test::qwen25_05b_tensors();
   models::check_tensors(hp, t);
-  graph::ComputeGraph g = models::build_llama_graph(hp, t, params(30, 1, true), {true, true, true, true});
+  graph::ComputeGraph g = models::build_llama_graph(hp, t, params(30, 1, false), {true, true, true, true});
   ASSERT_EQ(g.nodes.size(), 440u);
   EXPECT_EQ(g.inputs, (std::vector<graph::NodeId>{0, 1, 2}));
   EXPECT_EQ(g.outputs, (std::vector<graph::NodeId>{439}));
@@ -136,6 +137,24 @@ TEST(Census, DecodeFusionsShrinkEachLayer) {
   auto wide_hp = hp;
   wide_hp.n_ff = 18944;
   EXPECT_FALSE(models::fuse_ffn(wide_hp, t, 0, params(1, 1, true), {true, true, true, true}));
+}
+
+// A prompt takes FusedFFN too (the QKV classes stay decode-only): gate, up, silu and mul of
+// each layer become one node over the same input, 440 - 3 x 24 nodes.
+TEST(Census, PrefillFusesTheFfnOnly) {
+  const auto hp = test::qwen25_05b_hparams();
+  const auto t = test::qwen25_05b_tensors();
+  graph::ComputeGraph g = models::build_llama_graph(hp, t, params(30, 1, true), {true, true, true, true});
+  ASSERT_EQ(g.nodes.size(), 440u - 3 * 24);
+  const std::vector<std::string> ops = {"RmsNorm", "MatMul", "MatMul", "MatMul", "RoPE", "RoPE", "KvStore", "KvLoad",
+                                        "Attn", "MatMul", "Add", "RmsNorm", "FusedFFN", "MatMul", "Add"};
+  for (size_t k = 0; k < ops.size(); ++k) EXPECT_EQ(op_name(g.nodes[4 + k].op), ops[k]) << k;
+  const graph::CNode& f = g.nodes[4 + 12];
+  EXPECT_EQ(f.src, (std::vector<graph::NodeId>{4 + 11}));  // the ffn_norm output
+  EXPECT_EQ(f.shape, (graph::Shape{4864, 30, 1, 1}));
+  const auto& m = std::get<graph::FusedFfnMeta>(f.meta);
+  EXPECT_EQ(m.gate, "blk.0.ffn_gate.weight");
+  EXPECT_EQ(m.up, "blk.0.ffn_up.weight");
 }
 
 TEST(Census, BuildIsPure) {

@@ -21,6 +21,7 @@ TEST(CensusFused, SwiGLURewriteOrphansSilu) {
   p.n_tokens = 30;
   p.n_out = 1;
   p.cparams.n_ctx = 4096;
+  p.cparams.fuse_ffn = false;  // the unfused FFN, which the pass rewrites
   graph::ComputeGraph g = models::build_llama_graph(hp, t, p, {true, true, true, true});
   runtime::CpuBackend cpu;
   std::vector<sched::Backend*> backends{&cpu};

@@ -71,7 +71,10 @@ TEST_P(FusedDecode, MatchesUnfused) {
   EXPECT_EQ(count_op(gb, "FusedQKV") + count_op(gb, "FusedQkvNorm") + count_op(gb, "FusedFFN"), 0);
   EXPECT_EQ(count_op(gb, "SwiGLU"), n_layer);  // FusionPass ran on the unfused graph
 
-  EXPECT_EQ(run(a, kQwenPrompt), run(b, kQwenPrompt));  // prefill: the same graph
+  // Prefill: FusedFFN (one matmul_swiglu) against gate, up and SwiGLU.
+  EXPECT_EQ(count_op(a.graph_for(int64_t(kQwenPrompt.size()), 1), "FusedFFN"), n_layer);
+  EXPECT_EQ(count_op(b.graph_for(int64_t(kQwenPrompt.size()), 1), "FusedFFN"), 0);
+  EXPECT_EQ(run(a, kQwenPrompt), run(b, kQwenPrompt));
   int32_t tok = 15540;
   for (int step = 0; step < 4; ++step) {
     std::vector<float> la = run(a, {tok}), lb = run(b, {tok});

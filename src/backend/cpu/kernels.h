@@ -57,6 +57,11 @@ struct MatmulJob {
 constexpr int kMaxJobs = 4;
 void matmul_multi(const MatmulJob* jobs, int n, const float* x, int64_t nt, bool same_x = false);
 
+// y[t][r] = silu(dot(gate[r], x[t])) * dot(up[r], x[t]): the two matmuls and swiglu, bit for
+// bit, without writing the two products out (a prompt's FFN: each work item multiplies the
+// same rows of both and combines them while they are in cache).
+void matmul_swiglu(const WeightView& gate, const WeightView& up, const float* x, int64_t nt, float* y);
+
 // out[i] = dequantized row ids[i] of w (the embedding lookup). Ids are checked by the caller.
 void get_rows(const WeightView& w, const int32_t* ids, int64_t n, float* out);
 

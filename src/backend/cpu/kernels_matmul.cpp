@@ -118,10 +118,11 @@ bool act_ready(const ActKey& want, bool same_x) {
 
 // Several packed matrices of one row length and activation format times the same activations:
 // quantized once, and all their work items in one parallel_for (one wake-up and one barrier for
-// the three projections of a decode step's attention, or its FFN's gate and up).
-// f: the jobs' kernels (packed_together).
+// the three projections of a decode step's attention).
+// f: the jobs' kernels (packed_together). swiglu: jobs are gate and up, and jobs[0].y gets
+// swiglu of the two (matmul_swiglu).
 void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, const float* x, int64_t nt,
-                   bool same_x) {
+                   bool same_x, bool swiglu = false) {
   const WeightView& w0 = jobs[0].w;
   const GgmlType at = packed_act_type(w0.type);
   const bool sums = at == GgmlType::Q8_0;  // the K-quant kernels read Q8_K's own d and bsums
@@ -167,11 +168,16 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
 
   thread_local std::vector<WorkItem> t_items;
   const std::vector<WorkItem>& items = t_items;  // (the workers read the caller's)
+  // SwiGLU: the items are the gate's, each taking the same rows of the up; a prompt's items are
+  // sized as for the two matrices apart, ~kPrefillItemBytes of each (measured against ~that
+  // much of both together: qwen2.5-0.5b Q8_0 pp512 862 / 836 t/s median, Q4_0 905 / 894).
+  const int item_jobs = swiglu ? 1 : n_jobs;
   if (nt == 1)
-    decode_items(jobs, n_jobs, all_groups, t_items);
+    decode_items(jobs, item_jobs, swiglu ? jobs[0].w.rows / kPackRows : all_groups, t_items);
   else
-    prefill_items(jobs, n_jobs, prefill_groups_per_item(all_groups, int64_t(packed_group_bytes(w0.type, cols))),
+    prefill_items(jobs, item_jobs, prefill_groups_per_item(all_groups, int64_t(packed_group_bytes(w0.type, cols))),
                   nt, t_items);
+  const SwigluFn swiglu_rows = swiglu_fn(active_isa());
   auto work = [&](int64_t c, int) {
     const WorkItem& it = items[size_t(c)];
     const MatmulJob& job = jobs[it.job];
@@ -183,6 +189,16 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
                               : PackedAct{xq + size_t(t0) * xs, xs, ks + t0 * nb};
     float* yc = job.y + t0 * ldy + g0 * kPackRows;
     const size_t gb = packed_group_bytes(job.w.type, cols);
+    if (swiglu) {
+      const int64_t nr = ng * kPackRows;
+      float* gt = thread_scratch_array<float>(ScratchSlot::SwigluGate, size_t(ntb * nr));
+      float* up = thread_scratch_array<float>(ScratchSlot::SwigluUp, size_t(ntb * nr));
+      f[0](job.w.type, job.w.packed + size_t(g0) * gb, ng, nb, xa, ntb, gt, nr);
+      const WeightView& wu = jobs[1].w;
+      f[1](wu.type, wu.packed + size_t(g0) * packed_group_bytes(wu.type, cols), ng, nb, xa, ntb, up, nr);
+      for (int64_t t = 0; t < ntb; ++t) swiglu_rows(gt + t * nr, up + t * nr, yc + t * ldy, nr);
+      return;
+    }
     f[it.job](job.w.type, job.w.packed + size_t(g0) * gb, ng, nb, xa, ntb, yc, ldy);
     if (job.bias)
       for (int64_t t = 0; t < ntb; ++t)
@@ -195,6 +211,20 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     for (int64_t c = 0; c < n_work; ++c) work(c, 0);
   // Rows past the last whole group (a vocabulary of 151669 rows) have no packed copy: the
   // GGUF-layout tile kernel takes them, on the same activations (the types' vec_dot types).
+  if (swiglu) {
+    const WeightView& wg = jobs[0].w;
+    const WeightView& wu = jobs[1].w;
+    const int64_t r0 = wg.rows / kPackRows * kPackRows, tail = wg.rows - r0;
+    if (tail == 0) return;
+    float* gt = thread_scratch_array<float>(ScratchSlot::SwigluGate, size_t(nt * tail));
+    float* up = thread_scratch_array<float>(ScratchSlot::SwigluUp, size_t(nt * tail));
+    dot_tile(wg.type, active_isa())(wg.type, cols, wg.data + size_t(r0) * wg.row_bytes, wg.row_bytes, tail, xq,
+                                    xs, nt, gt, tail);
+    dot_tile(wu.type, active_isa())(wu.type, cols, wu.data + size_t(r0) * wu.row_bytes, wu.row_bytes, tail, xq,
+                                    xs, nt, up, tail);
+    for (int64_t t = 0; t < nt; ++t) swiglu_rows(gt + t * tail, up + t * tail, jobs[0].y + t * wg.rows + r0, tail);
+    return;
+  }
   for (int j = 0; j < n_jobs; ++j) {
     const WeightView& w = jobs[j].w;
     const int64_t r0 = w.rows / kPackRows * kPackRows, tail = w.rows - r0;
@@ -279,6 +309,24 @@ void matmul_multi(const MatmulJob* jobs, int n, const float* x, int64_t nt, bool
     return;
   }
   for (int j = 0; j < n; ++j) matmul(jobs[j].w, x, nt, jobs[j].y, jobs[j].bias, same_x || j > 0);
+}
+
+void matmul_swiglu(const WeightView& gate, const WeightView& up, const float* x, int64_t nt, float* y) {
+  if (gate.rows != up.rows || gate.cols != up.cols)
+    fail("matmul_swiglu: gate {} x {} and up {} x {} differ", gate.rows, gate.cols, up.rows, up.cols);
+  if (nt <= 0 || gate.rows <= 0) return;
+  const MatmulJob jobs[2] = {{gate, nullptr, y}, {up, nullptr, nullptr}};
+  PackedGemmFn f[2];
+  if (packed_together(jobs, 2, f)) {
+    matmul_packed(jobs, 2, f, x, nt, false, true);
+    return;
+  }
+  thread_local std::vector<float> g, u;
+  g.resize(size_t(nt * gate.rows));
+  u.resize(size_t(nt * gate.rows));
+  matmul(gate, x, nt, g.data(), nullptr);
+  matmul(up, x, nt, u.data(), nullptr, true);
+  swiglu(g.data(), u.data(), y, nt * gate.rows);
 }
 
 void get_rows(const WeightView& w, const int32_t* ids, int64_t n, float* out) {

@@ -560,18 +560,20 @@ inline void softmax_simd(int64_t n, float* s, float scale) {
   for (int64_t i = j; i < n; ++i) s[i] *= float(1.0 / sum);
 }
 
+// The tail runs the vector formula on masked lanes: an element's result does not depend on
+// where it sits in the call (matmul_swiglu applies this to pieces of rows).
 inline void swiglu_simd(const float* gate, const float* up, float* out, int64_t n) {
   const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 g = _mm256_loadu_ps(gate + i);
+  for (int64_t i = 0; i < n; i += 8) {
+    const int64_t m = n - i < 8 ? n - i : 8;
+    const __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(m)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 g = m == 8 ? _mm256_loadu_ps(gate + i) : _mm256_maskload_ps(gate + i, k);
     __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, exp_neg(_mm256_sub_ps(zero, g))));
-    if (up) s = _mm256_mul_ps(s, _mm256_loadu_ps(up + i));
-    _mm256_storeu_ps(out + i, s);
-  }
-  for (; i < n; ++i) {
-    const float s = gate[i] / (1.0f + expf(-gate[i]));
-    out[i] = up ? s * up[i] : s;
+    if (up) s = _mm256_mul_ps(s, m == 8 ? _mm256_loadu_ps(up + i) : _mm256_maskload_ps(up + i, k));
+    if (m == 8)
+      _mm256_storeu_ps(out + i, s);
+    else
+      _mm256_maskstore_ps(out + i, k, s);
   }
 }
 
