@@ -32,9 +32,9 @@ constexpr int64_t kParallelMacs = int64_t(1) << 16;
 // (the hardware prefetchers ramp up again, the software prefetch runs past its end into rows
 // another thread reads), so items are as long as balancing allows: guided self-scheduling, each
 // item 1/threads of the groups still unassigned, at least kDecodeGroups, the last items small
-// so that the threads finish together (qwen2.5-0.5b tg64 on 2 threads, against kDecodeChunksPerThread
-// = 4 even items of each matrix: Q8_0 48.8 -> 48.9, Q4_0 69.5 -> 71.5, Q4_K_M 59.0 -> 59.5 t/s
-// median; a vocabulary-sized GEMV had gone 24 -> 28 GB/s from 32-row items to 4 a thread).
+// so that the threads finish together (qwen2.5-0.5b tg64 on 2 threads, median t/s against 4
+// even items a thread per matrix: Q8_0 46.6 -> 48.0, Q4_0 69.6 -> 71.1, Q4_K_M 57.1 -> 58.0; a
+// vocabulary-sized GEMV had gone 24 -> 28 GB/s from 32-row items to 4 a thread).
 // Prefill reuses each panel over up to kTokenBlock tokens; its items too start their weight
 // streams cold, so they hold about kPrefillItemBytes of weights where there are groups enough
 // for kPrefillChunksPerThread items a thread, in pairs of groups (AMX takes them in pairs), at
