@@ -272,6 +272,32 @@ TEST_F(OpsSimd, KvStoreF16IsBitIdenticalToTheScalarConversion) {
   }
 }
 
+// A prompt's kv_store (heads spread over the threads, each head's tokens in order) writes what
+// one store per token writes, byte for byte, for every cache type, unsorted positions and 1-3
+// threads; positions not stored stay untouched.
+TEST_F(OpsSimd, KvStoreOfAPromptEqualsOneStorePerToken) {
+  std::mt19937 rng(28);
+  const int64_t n_heads = 8, width = n_heads * 128, n_ctx = 200, nt = 90;  // nt x width: threaded
+  const auto src = test::random_floats(size_t(nt * width), rng);
+  std::vector<int32_t> pos(static_cast<size_t>(nt));
+  for (int64_t t = 0; t < nt; ++t) pos[size_t(t)] = int32_t((t * 37 + 11) % n_ctx);
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
+    const size_t bytes = kv_region_bytes(type, width, n_ctx, n_heads);
+    std::vector<uint8_t> ref(bytes, 0xAB);
+    KvRegion r = make_kv_region(type, ref.data(), width, n_ctx, n_heads);
+    set_threads(1);
+    for (int64_t t = 0; t < nt; ++t) kv_store(r, src.data() + t * width, &pos[size_t(t)], 1);
+    for (int th : {1, 2, 3}) {
+      set_threads(th);
+      std::vector<uint8_t> got(bytes, 0xAB);
+      KvRegion g = make_kv_region(type, got.data(), width, n_ctx, n_heads);
+      kv_store(g, src.data(), pos.data(), nt);
+      ASSERT_EQ(got, ref) << type_name(type) << " " << th << " threads";
+    }
+  }
+  set_threads(0);
+}
+
 // Attention on every path against the scalar path, at sizes the SIMD blocks split: many
 // tokens (several blocks of queries), contexts over several key blocks, unsorted positions,
 // groups larger than one register tile, head sizes off the vector width.

@@ -41,23 +41,32 @@ void check_region(const KvRegion& r, int64_t n_head_kv, int64_t head_dim, const 
 }  // namespace
 
 void kv_store(KvRegion& dst, const float* src, const int32_t* pos, int64_t nt) {
+  if (dst.type != GgmlType::F32 && dst.type != GgmlType::F16 && dst.type != GgmlType::Q8_0)
+    fail("kv_store: cache type {} is not supported", type_name(dst.type));
   const ToF16Fn to_f16 = ops_kernels(active_isa()).to_f16;
   const int64_t hw = dst.width / dst.n_heads;
-  for (int64_t t = 0; t < nt; ++t)
-    for (int64_t h = 0; h < dst.n_heads; ++h) {
+  // Head outer, tokens inner: a prompt's rows of one head are consecutive positions, one
+  // sequential stream of writes per head (token-outer jumped between the heads' regions on
+  // every row: qwen3-0.6b's 608-token prompt spent 1.3 ms a layer here).
+  auto head = [&](int64_t h, int) {
+    for (int64_t t = 0; t < nt; ++t) {
       uint8_t* row = kv_row(dst, h, pos[t]);
       const float* s = src + t * dst.width + h * hw;
       switch (dst.type) {
         case GgmlType::F32: std::memcpy(row, s, size_t(hw) * sizeof(float)); break;
         case GgmlType::F16: to_f16(s, reinterpret_cast<uint16_t*>(row), hw); break;
-        case GgmlType::Q8_0:
+        default:
           // ggml's set_rows into a Q8_0 cache uses the CPU's from_float, the same as
           // activations (blocks of 32 never straddle heads: head sizes are multiples of 32).
           quantize_act_q8_0(s, reinterpret_cast<quant::block_q8_0*>(row), hw);
           break;
-        default: fail("kv_store: cache type {} is not supported", type_name(dst.type));
       }
     }
+  };
+  if (nt * dst.width >= (int64_t(1) << 16) && dst.n_heads > 1)
+    parallel_for(dst.n_heads, head);
+  else
+    for (int64_t h = 0; h < dst.n_heads; ++h) head(h, 0);
 }
 
 void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k,
