@@ -287,11 +287,14 @@ TEST_F(OpsSimd, KvStoreOfAPromptEqualsOneStorePerToken) {
     KvRegion r = make_kv_region(type, ref.data(), width, n_ctx, n_heads);
     set_threads(1);
     for (int64_t t = 0; t < nt; ++t) kv_store(r, src.data() + t * width, &pos[size_t(t)], 1);
-    if (type == GgmlType::F32)  // the layout itself: head h of token t at (h, pos[t])
-      for (int64_t t = 0; t < nt; ++t)
-        for (int64_t h = 0; h < n_heads; ++h)
+    if (type == GgmlType::F32) {  // the layout itself: head h of token t at (h, pos[t])
+      for (int64_t t = 0; t < nt; ++t) {
+        for (int64_t h = 0; h < n_heads; ++h) {
           ASSERT_EQ(0, std::memcmp(kv_row(r, h, pos[size_t(t)]), src.data() + t * width + h * 128, 128 * sizeof(float)))
               << "token " << t << " head " << h;
+        }
+      }
+    }
     for (int th : {1, 2, 3}) {
       set_threads(th);
       std::vector<uint8_t> got(bytes, 0xAB);
