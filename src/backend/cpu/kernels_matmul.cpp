@@ -53,6 +53,14 @@ int64_t prefill_groups_per_item(int64_t all_groups, int64_t group_bytes) {
   return std::max(kPrefillGroups, std::min(by_bytes, by_count) & ~int64_t(1));  // even: AMX pairs
 }
 
+// The rows of w past its last whole group (no packed copy), by the GGUF-layout tile kernel on
+// the quantized activations xq (rows of xs bytes): y[t * ldy + i] for row r0 + i.
+void tail_rows(const WeightView& w, const uint8_t* xq, size_t xs, int64_t nt, float* y, int64_t ldy) {
+  const int64_t r0 = w.rows / kPackRows * kPackRows;
+  dot_tile(w.type, active_isa())(w.type, w.cols, w.data + size_t(r0) * w.row_bytes, w.row_bytes, w.rows - r0, xq,
+                                 xs, nt, y, ldy);
+}
+
 // One work item of matmul_packed: groups [g0, g0 + ng) of job `job` for tokens from t0 (a
 // kTokenBlock of them, or the rest).
 struct WorkItem {
@@ -218,10 +226,8 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     if (tail == 0) return;
     float* gt = thread_scratch_array<float>(ScratchSlot::SwigluGate, size_t(nt * tail));
     float* up = thread_scratch_array<float>(ScratchSlot::SwigluUp, size_t(nt * tail));
-    dot_tile(wg.type, active_isa())(wg.type, cols, wg.data + size_t(r0) * wg.row_bytes, wg.row_bytes, tail, xq,
-                                    xs, nt, gt, tail);
-    dot_tile(wu.type, active_isa())(wu.type, cols, wu.data + size_t(r0) * wu.row_bytes, wu.row_bytes, tail, xq,
-                                    xs, nt, up, tail);
+    tail_rows(wg, xq, xs, nt, gt, tail);
+    tail_rows(wu, xq, xs, nt, up, tail);
     for (int64_t t = 0; t < nt; ++t) swiglu_rows(gt + t * tail, up + t * tail, jobs[0].y + t * wg.rows + r0, tail);
     return;
   }
@@ -230,8 +236,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     const int64_t r0 = w.rows / kPackRows * kPackRows, tail = w.rows - r0;
     if (tail == 0) continue;
     float* y = jobs[j].y;
-    dot_tile(w.type, active_isa())(w.type, cols, w.data + size_t(r0) * w.row_bytes, w.row_bytes,
-                                   tail, xq, xs, nt, y + r0, w.rows);
+    tail_rows(w, xq, xs, nt, y + r0, w.rows);
     if (jobs[j].bias)
       for (int64_t t = 0; t < nt; ++t)
         for (int64_t r = r0; r < w.rows; ++r) y[t * w.rows + r] += jobs[j].bias[r];
