@@ -168,7 +168,7 @@ inline void avx2_tile(const uint8_t* quants, const uint8_t* sc, int64_t nb, int 
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* q = quants + size_t(b) * qb;
     if (T == 1 && h == 0)  // the second half's pass finds the group in L1/L2
-      for (size_t l = 0; l < qb; l += 64) _mm_prefetch((const char*)(q + kPackedPrefetch + l), _MM_HINT_T2);
+      for (size_t l = 0; l < qb; l += 64) _mm_prefetch((const char*)(q + packed_prefetch(P::kType) + l), _MM_HINT_T2);
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 32 * b + 16 * h)));
     const uint8_t* xb = x.tq + 32 * (a0 + kActTile * b);
 #if MINFER_PACKED_VNNI  // AVX2's maddubs would saturate on 16 x the nibbles

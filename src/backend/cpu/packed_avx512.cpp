@@ -113,7 +113,7 @@ inline void vnni_tile(const uint8_t* quants, const uint8_t* sc, int64_t nb, cons
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* q = quants + size_t(b) * qb;
     if constexpr (T == 1)
-      for (size_t l = 0; l < qb; l += 64) _mm_prefetch((const char*)(q + kPackedPrefetch + l), _MM_HINT_T2);
+      for (size_t l = 0; l < qb; l += 64) _mm_prefetch((const char*)(q + packed_prefetch(P::kType) + l), _MM_HINT_T2);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(sc + 32 * b)));
     const uint8_t* xb = xq + 32 * kActTile * b;
     __m512i s[T];

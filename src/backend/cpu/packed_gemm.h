@@ -68,6 +68,12 @@ GgmlType packed_act_type(GgmlType wtype);
 // 2048 B won: 2 threads, tg64 Q8_0 49.5 t/s (8192: 48.0 at 4096), qwen3-0.6b Q4_K_M 52.7 (8192:
 // 47 with short chunks); one thread Q8_0 26.6 vs 25.7 at 8192.
 constexpr int kPackedPrefetch = 2048;  // Q8_0, or Q8_K for the K-quants
+// Q5_0 spends about twice Q4_0's vector ops per byte on its fifth bits, and its stream wants to be
+// fetched further ahead: qwen2.5-0.5b Q4_K_M (Q5_0 gate, up, q, k, attn_output), 2 threads,
+// MINFER_TRACE per decode step, 2048 -> 8192 B: gate + up 6.34 -> 5.90 ms, attn_output 0.71 ->
+// 0.64, q/k/v 0.57 -> 0.51 (4096: halfway; 12288 and 16384: as 8192). Q4_0's and Q8_0's steps
+// measured no faster at 4096 or 8192.
+constexpr int packed_prefetch(GgmlType t) { return t == GgmlType::Q5_0 ? 8192 : kPackedPrefetch; }
 
 // Token t's activations (nb blocks of 32) quantized to Q8_0 (quantize_act_q8_0) into the tiles
 // of PackedAct, for weights of `wtype`. The Q8_0 row is left in `row` when keep_row (the GGUF-
