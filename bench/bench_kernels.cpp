@@ -17,6 +17,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/repack.h"
+#include "backend/cpu/threadpool.h"
 #include "kernels/random_weights.h"
 
 namespace minfer::cpu {
@@ -193,6 +194,32 @@ BENCHMARK(Attention)
     ->Args({2048, 0, 1, 2, 1})
     ->Args({2048, 0, 1, 2, 0})
     ->UseRealTime();
+
+// The machine's memory read bandwidth now, the denominator of the decode bound (31 GB/s on 2
+// cores of a quiet host here): the threads sum 64-byte lines of a 1 GiB buffer on 2 MiB pages,
+// 256 chunks handed out as the matmuls' work items are. On a shared host it shows how much of
+// the bandwidth the neighbours leave, next to a sitting's decode numbers. Args: threads.
+void MemRead(benchmark::State& st) {
+  set_threads(int(st.range(0)));
+  constexpr size_t kBytes = size_t(1) << 30, kChunks = 256, kWords = kBytes / kChunks / 8;
+  AlignedBuffer buf = aligned_buffer(kBytes, "MemRead buffer");
+  std::memset(buf.get(), 1, kBytes);
+  std::vector<uint64_t> sums(kChunks);
+  for (auto _ : st) {
+    parallel_for(int64_t(kChunks), [&](int64_t c, int) {
+      const auto* p = reinterpret_cast<const uint64_t*>(buf.get()) + size_t(c) * kWords;
+      uint64_t s[8] = {};  // 8 independent sums: one 64-byte line a step
+      for (size_t i = 0; i < kWords; i += 8)
+        for (int j = 0; j < 8; ++j) s[j] += p[i + j];
+      sums[size_t(c)] = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+    });
+    benchmark::DoNotOptimize(sums.data());
+  }
+  st.counters["GB/s"] = benchmark::Counter(double(kBytes) * double(st.iterations()),
+                                           benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  set_threads(0);
+}
+BENCHMARK(MemRead)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 
 }  // namespace
 }  // namespace minfer::cpu

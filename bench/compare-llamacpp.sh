@@ -14,6 +14,9 @@
 #                         avx2 (llama.cpp's haswell build), avxvnni (its alderlake build: AVX2
 #                         + AVX-VNNI, as on Intel's client CPUs since 2021), avx512 (its icelake
 #                         build: AVX-512 VNNI, no AMX); default: each engine's best for this CPU
+#        BENCH_KERNELS    bench_kernels binary (default: bench/bench_kernels beside MINFER, when
+#                         built): its MemRead, run before and after the rounds, prints the read
+#                         bandwidth the host left this sitting (two samples: context, not a bound)
 #
 # tg follows llama-bench's convention on both sides: decode steps from an empty KV cache
 # (mini-bench --tg-empty). The oracle's README table measured tg after a 128-token prompt,
@@ -32,9 +35,10 @@ bw=${BW_GBS:-31}
 pp_list=${PP:-128,512}
 tg=${TG:-64}
 kv=${KV:-f16}
+kernels=${BENCH_KERNELS:-$(dirname "$minfer")/bench/bench_kernels}
 
 if [[ -z "$model" || "$model" == -h || "$model" == --help ]]; then
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 [[ -f "$model" ]] || { echo "compare-llamacpp: $model: no such file" >&2; exit 1; }
@@ -70,10 +74,17 @@ case "${ISA:-}" in
   *) echo "compare-llamacpp: ISA must be avx2, avxvnni or avx512 (or unset)" >&2; exit 1 ;;
 esac
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
+# GB/s of bench_kernels' MemRead at this thread count, or nothing without the binary.
+memread() {
+  [[ -x "$kernels" ]] || return 0
+  "$kernels" --benchmark_filter="^MemRead/threads:$threads/" --benchmark_min_time=0.5 2>/dev/null |
+    sed -n 's/.*GB\/s=\([0-9.]*\)G\/s.*/\1/p'
+}
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ)  model $model  threads $threads  rounds $rounds  reps $reps  kv $kv  isa ${ISA:-best}"
 echo "# minfer: $minfer   llama.cpp: $mini"
 IFS=, read -r -a pps <<<"$pp_list"
+read_before=$(memread)
 for ((r = 1; r <= rounds; r++)); do
   for p in "${pps[@]}"; do
     # One mini-bench run per prompt size (it takes one -p); the tg64 of the first one counts.
@@ -86,10 +97,11 @@ for ((r = 1; r <= rounds; r++)); do
   "$minfer" bench -m "$model" -p "$pp_list" -n "$tg" -t "$threads" -r "$reps" --kv-type "$kv" -o json >"$tmp/minfer-$r.json"
   echo "round $r minfer: load $l0 -> $(loadavg)" >&2
 done
+read_after=$(memread)
 
-node - "$tmp" "$rounds" "$pp_list" "$tg" "$bw" <<'EOF'
+node - "$tmp" "$rounds" "$pp_list" "$tg" "$bw" "${read_before:-}" "${read_after:-}" <<'EOF'
 const fs = require("fs");
-const [dir, rounds, ppList, tg, bw] = process.argv.slice(2);
+const [dir, rounds, ppList, tg, bw, readBefore, readAfter] = process.argv.slice(2);
 const pps = ppList.split(",").map(Number);
 const median = (a) => { const s = [...a].sort((x, y) => x - y), m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const rows = [];  // {test, llama: [per round], minfer: [per round]}
@@ -113,6 +125,10 @@ console.log(`\nllama.cpp system info: ${llamaInfo.trim()}`);
 console.log(`minfer kernels: isa ${info.isa}, matmul ${JSON.stringify(info.matmul_isa)}, repacked at load: ${info.repacked_at_load}, KV ${info.kv_type}`);
 console.log(cached ? `decode bandwidth bound: none (${(info.bytes_per_token / 1e6).toFixed(1)} MB per token fits in the caches)\n`
                    : `decode bandwidth bound: ${bw} GB/s / ${(info.bytes_per_token / 1e6).toFixed(1)} MB per token = ${bound.toFixed(1)} tok/s\n`);
+// The read bandwidth the neighbours left this sitting (MemRead before and after the rounds): on
+// a shared host it swings within a minute (26.7 -> 18.5 GB/s seen), so it is context, not a bound.
+if (readBefore && readAfter)
+  console.log(`read bandwidth this sitting (bench_kernels MemRead): ${Number(readBefore).toFixed(1)} GB/s before, ${Number(readAfter).toFixed(1)} after\n`);
 console.log("| test | llama.cpp t/s | minfer t/s | minfer / llama.cpp | target | minfer % of bw bound |");
 console.log("|---|---:|---:|---:|---:|---:|");
 for (const r of rows) {
