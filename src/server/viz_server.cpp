@@ -305,7 +305,8 @@ void VizServer::setup_routes() {
   // Static assets of the bundle (app.js, style.css, ...).
   s.Get(R"(/([A-Za-z0-9_.-]+\.(js|css|html|png|svg|map)))",
         [](const httplib::Request& req, httplib::Response& res) {
-          const Asset* a = find_asset("/" + std::string(req.matches[1]));
+          // The whole match starts with the '/' (operator+ on a literal trips GCC 12's -Wrestrict).
+          const Asset* a = find_asset(std::string(req.matches[0]));
           if (!a) return send_error(res, 404, "no such asset");
           res.set_content(reinterpret_cast<const char*>(a->data), a->size, std::string(a->mime));
         });
