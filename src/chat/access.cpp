@@ -18,7 +18,10 @@ int64_t length(const Value& v) {
   }
 }
 
-static std::string object_name(const Value& v) { return "'" + type_name(v) + " object'"; }
+static std::string object_name(const Value& v) {
+  std::string s = "'";  // (not "'" + string: GCC 12 warns -Wrestrict on that falsely)
+  return s.append(type_name(v)).append(" object'");
+}
 
 Value get_attr(const Value& obj, const std::string& name) {
   if (obj.is_undefined()) undefined_error(obj);

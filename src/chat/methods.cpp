@@ -385,7 +385,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         break;
       }
       case 'd': case 'i': case 'x': case 'X': case 'o': {
-        if (!v->is_numeric()) eval_fail("%" + std::string(1, conv) + " format: a number is required, not " + type_name(*v));
+        if (!v->is_numeric()) eval_fail(std::string{'%', conv} + " format: a number is required, not " + type_name(*v));
         const long long n = v->kind == Value::Float ? (long long)std::trunc(v->f) : (long long)v->as_double();
         std::snprintf(buf, sizeof buf, (spec + "ll" + (conv == 'i' ? 'd' : conv)).c_str(),
                       v->kind == Value::Int ? (long long)v->i : n);

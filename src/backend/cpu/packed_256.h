@@ -104,7 +104,7 @@ inline __m256i dot_block(__m256i s, const __m256i* w, const uint8_t* xb) {
 #else
   const __m256i ones = _mm256_set1_epi16(1);
   for (int k0 = 0; k0 < 8; k0 += P::kGroup) {
-    __m256i p;
+    __m256i p = _mm256_setzero_si256();  // set by k == k0 (GCC's sanitizer builds cannot see it)
     for (int k = k0; k < k0 + P::kGroup; ++k) {
       const __m256i x4 = _mm256_set1_epi32(load_i32(xb + 4 * k));
       const __m256i q = P::kSigned ? _mm256_maddubs_epi16(_mm256_abs_epi8(w[k]), _mm256_sign_epi8(x4, w[k]))
