@@ -318,8 +318,8 @@ inline void prefetch_rows(const uint8_t* base, size_t from, size_t to, size_t en
 // head at 2K tokens) went through L3.
 // A decode step finds its K and V rows in memory (the weights streamed since evicted them), so
 // each key block fetches the K rows kAhead blocks on into L1 and its own V rows into L2 for the
-// weighted sum that follows: after a 512-token prompt, a layer's attention qwen2.5-0.5b 40 ->
-// 29 us, qwen3-0.6b 169 -> 151 (rows in cache: qwen3's 512 keys 104 -> 111 us on one thread).
+// weighted sum that follows: after a 608-token prompt, a layer's attention qwen2.5-0.5b 40 ->
+// 29 us, qwen3-0.6b 169 -> 155 (rows in cache: qwen3's 512 keys 104 -> 111 us on one thread).
 template <int G>
 inline void score_direct(const float* q, int64_t hd, const uint8_t* kbase, size_t kstride, bool f16,
                          int64_t n, float* s, int64_t ld, const uint8_t* vbase, size_t vstride) {
