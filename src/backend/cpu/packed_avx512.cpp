@@ -34,9 +34,19 @@ inline int32_t load_i32(const uint8_t* p) {
   return v;
 }
 
+// Block b's quants in a packed group (repack.h), for the packed types below; pan (a decoded
+// panel, see Decoded) unused.
+template <size_t QB>
+struct InGroup {
+  static constexpr size_t kGroupBytes = QB;  // quant bytes per block in the group
+  static const uint8_t* quants(const uint8_t* grp, const uint8_t*, int64_t b) {
+    return grp + packed_quants_at(QB, b);
+  }
+};
+
 // The packed types: quant bytes per group block, offset, and the unsigned quants of a block
 // as 8 zmm (chunk k: columns 4k..4k+3 of the 16 rows).
-struct PQ8 {
+struct PQ8 : InGroup<512> {
   static constexpr GgmlType kType = GgmlType::Q8_0;
   static constexpr size_t kBytes = 512;
   static constexpr int kOffset = 128;
@@ -45,7 +55,7 @@ struct PQ8 {
     for (int k = 0; k < 8; ++k) w[k] = _mm512_load_si512(q + 64 * k);
   }
 };
-struct PQ4 {
+struct PQ4 : InGroup<256> {
   static constexpr GgmlType kType = GgmlType::Q4_0;
   static constexpr size_t kBytes = 256;
   static constexpr int kOffset = 8;
@@ -60,7 +70,7 @@ struct PQ4 {
   }
 };
 // Q5_0: Q4_0's nibbles, then one 64-bit mask per chunk holding the fifth bits (byte lane order).
-struct PQ5 {
+struct PQ5 : InGroup<320> {
   static constexpr GgmlType kType = GgmlType::Q5_0;
   static constexpr size_t kBytes = 320;
   static constexpr int kOffset = 16;
@@ -77,31 +87,33 @@ struct PQ5 {
 };
 
 // A group's blocks as P::load() returns them (unsigned bytes, 512 a block), decoded once per
-// prefill call and loaded as they are by every token tile.
+// prefill call into a panel and loaded as they are by every token tile (the scales stay in the
+// group).
 template <class P>
 struct Decoded {
   static constexpr GgmlType kType = P::kType;
   static constexpr size_t kBytes = 512;
+  static constexpr size_t kGroupBytes = P::kBytes;
   static constexpr int kOffset = P::kOffset;
+  static const uint8_t* quants(const uint8_t*, const uint8_t* pan, int64_t b) { return pan + 512 * size_t(b); }
   static void load(const uint8_t* q, __m512i* w) { PQ8::load(q, w); }
   static void decode(const uint8_t* grp, int64_t nb, uint8_t* out) {
     for (int64_t b = 0; b < nb; ++b) {
       __m512i w[8];
-      P::load(grp + size_t(b) * P::kBytes, w);
+      P::load(P::quants(grp, nullptr, b), w);
       for (int k = 0; k < 8; ++k) _mm512_store_si512(out + 512 * b + 64 * k, w[k]);
     }
   }
 };
 
-// T tokens (from t0) x one group: quants from `quants` (P's blocks), scales from sc. Chunks
+// T tokens (from t0) x one group grp: quants P::quants(grp, pan, b), scales in grp. Chunks
 // outer, tokens inner: the T integer sums are T independent chains, so each vpdpbusd waits on
 // one issued T instructions earlier, not on the one before it (token-outer, as two chains of 4
 // a token, with the activations in token-major rows: one core, Q8_0 3072 x 1024 x 128, 328 GOP/s;
 // this order on the activation tiles: 473).
 template <class P, int T>
-inline void vnni_tile(const uint8_t* quants, const uint8_t* sc, int64_t nb, const PackedAct& x,
+inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const PackedAct& x,
                       int64_t t0, float* y, int64_t ldy) {
-  constexpr size_t qb = P::kBytes;
   static_assert(kActTile % T == 0);  // t0 is a multiple of T: the T tokens share a tile
   const size_t a0 = act_index(t0, 0, nb);
   const uint8_t* xq = x.tq + 32 * a0;
@@ -111,10 +123,13 @@ inline void vnni_tile(const uint8_t* quants, const uint8_t* sc, int64_t nb, cons
 #pragma GCC unroll 16
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* q = quants + size_t(b) * qb;
-    if constexpr (T == 1)
-      for (size_t l = 0; l < qb; l += 64) _mm_prefetch((const char*)(q + packed_prefetch(P::kType) + l), _MM_HINT_T2);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(sc + 32 * b)));
+    const uint8_t* q = P::quants(grp, pan, b);
+    if constexpr (T == 1)  // decode: each pair of blocks fetches the group's stream that far ahead
+      if (b % 2 == 0 && !pan)
+        for (size_t l = 0; l < packed_pair_bytes(P::kGroupBytes); l += 64)
+          _mm_prefetch((const char*)(grp + packed_scales_at(P::kGroupBytes, b) + packed_prefetch(P::kType) + l), _MM_HINT_T2);
+    const __m512 dw =
+        _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(grp + packed_scales_at(P::kGroupBytes, b))));
     const uint8_t* xb = xq + 32 * kActTile * b;
     __m512i s[T];
 #pragma GCC unroll 16
@@ -146,17 +161,17 @@ inline void vnni_tile(const uint8_t* quants, const uint8_t* sc, int64_t nb, cons
 // next (when not null): next_bytes to fetch into L2 while the 8-token tiles run, a slice before
 // each: the next group of a decoded call, whose blocks its decode would otherwise wait for.
 template <class P>
-inline void vnni_group(const uint8_t* quants, const uint8_t* sc, int64_t nb, const PackedAct& x,
+inline void vnni_group(const uint8_t* grp, const uint8_t* pan, int64_t nb, const PackedAct& x,
                        int64_t t0, int64_t nt, float* y, int64_t ldy, const uint8_t* next = nullptr,
                        size_t next_bytes = 0) {
   const size_t slice = next ? (next_bytes / size_t((nt - t0) / 8 + 1) + 63) & ~size_t(63) : 0;
   for (size_t o = 0; t0 + 8 <= nt; t0 += 8) {
     for (const size_t end = std::min(next_bytes, o + slice); o < end; o += 64)
       _mm_prefetch((const char*)(next + o), _MM_HINT_T2);
-    vnni_tile<P, 8>(quants, sc, nb, x, t0, y, ldy);
+    vnni_tile<P, 8>(grp, pan, nb, x, t0, y, ldy);
   }
-  for (; t0 + 4 <= nt; t0 += 4) vnni_tile<P, 4>(quants, sc, nb, x, t0, y, ldy);
-  for (; t0 < nt; ++t0) vnni_tile<P, 1>(quants, sc, nb, x, t0, y, ldy);
+  for (; t0 + 4 <= nt; t0 += 4) vnni_tile<P, 4>(grp, pan, nb, x, t0, y, ldy);
+  for (; t0 < nt; ++t0) vnni_tile<P, 1>(grp, pan, nb, x, t0, y, ldy);
 }
 
 // From this many tokens Q4_0's and Q5_0's blocks are decoded once per group (Decoded), not once
@@ -174,12 +189,11 @@ void gemm_vnni(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const 
   if (P::kDecode && nt >= kDecodeOnceTokens) pan = thread_scratch(ScratchSlot::PackedPanel, size_t(nb) * 512);
   for (int64_t g = 0; g < n_groups; ++g) {
     const uint8_t* grp = wp + size_t(g) * gb;
-    const uint8_t* sc = grp + size_t(nb) * P::kBytes;
     if (pan) {
       Decoded<P>::decode(grp, nb, pan);
-      vnni_group<Decoded<P>>(pan, sc, nb, x, 0, nt, y + 16 * g, ldy, g + 1 < n_groups ? grp + gb : nullptr, gb);
+      vnni_group<Decoded<P>>(grp, pan, nb, x, 0, nt, y + 16 * g, ldy, g + 1 < n_groups ? grp + gb : nullptr, gb);
     } else {
-      vnni_group<P>(grp, sc, nb, x, 0, nt, y + 16 * g, ldy);
+      vnni_group<P>(grp, nullptr, nb, x, 0, nt, y + 16 * g, ldy);
     }
   }
 }
@@ -198,21 +212,22 @@ constexpr AmxTileConfig kTileConfig = {
 // need no offset correction).
 template <class P>
 inline void signed_panel(const uint8_t* grp, int64_t nb, uint8_t* out) {
-  constexpr size_t qb = P::kBytes;
   for (int64_t b = 0; b < nb; ++b) {
     __m512i w[8];
-    P::load(grp + qb * size_t(b), w);
+    P::load(P::quants(grp, nullptr, b), w);
     const __m512i k = _mm512_set1_epi8(char(P::kOffset));  // u - 128 is u ^ 0x80 for Q8_0
     for (int i = 0; i < 8; ++i) _mm512_store_si512(out + 512 * b + 64 * i, _mm512_sub_epi8(w[i], k));
   }
 }
 
-// acc[16 i + m][16 j ..] += float(sums of tile (i, j), row m) * (d_w[j] * d_x[token 16 i + m]).
+// acc[16 i + m][16 j ..] += float(sums of tile (i, j), row m) * (d_w[j] * d_x[token 16 i + m]),
+// d_w[j] from block b's scales in group grp[j] (qb quant bytes a block).
 template <int NT, int NG>
-inline void amx_epilogue(const int32_t* sums, const uint8_t* const* sc, int64_t b, const float* xd,
-                         int64_t nb, float* acc) {
+inline void amx_epilogue(const int32_t* sums, const uint8_t* const* grp, size_t qb, int64_t b,
+                         const float* xd, int64_t nb, float* acc) {
   __m512 dw[NG];
-  for (int j = 0; j < NG; ++j) dw[j] = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(sc[j] + 32 * b)));
+  for (int j = 0; j < NG; ++j)
+    dw[j] = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(grp[j] + packed_scales_at(qb, b))));
   for (int i = 0; i < NT; ++i)
     for (int m = 0; m < 16; ++m) {
       const __m512 dx = _mm512_set1_ps(xd[act_index(16 * i, b, nb) + m]);
@@ -224,11 +239,12 @@ inline void amx_epilogue(const int32_t* sums, const uint8_t* const* sc, int64_t 
     }
 }
 
-// NT token tiles (from t0) x NG groups whose signed quants are at panel (nb * 512 bytes each).
+// NT token tiles (from t0) x NG groups grp (qb quant bytes a block) whose signed quants are at
+// panel (nb * 512 bytes each).
 template <int NT, int NG>
 __attribute__((target("amx-tile,amx-int8"))) inline void amx_block(
-    const uint8_t* panel, const uint8_t* const* sc, int64_t nb, const PackedAct& x, int64_t t0,
-    float* y, int64_t ldy, int32_t* sums, float* acc) {
+    const uint8_t* panel, const uint8_t* const* grp, size_t qb, int64_t nb, const PackedAct& x,
+    int64_t t0, float* y, int64_t ldy, int32_t* sums, float* acc) {
   for (int r = 0; r < 16 * NT; ++r)
     for (int j = 0; j < NG; ++j) _mm512_store_ps(acc + 32 * r + 16 * j, _mm512_setzero_ps());
   const size_t a0 = act_index(t0, 0, nb);
@@ -260,9 +276,9 @@ __attribute__((target("amx-tile,amx-int8"))) inline void amx_block(
       _tile_stored(2, sb + 512, 64);
       if constexpr (NG == 2) _tile_stored(3, sb + 768, 64);
     }
-    if (b > 0) amx_epilogue<NT, NG>(sums + 1024 * ((b - 1) & 1), sc, b - 1, xd, nb, acc);
+    if (b > 0) amx_epilogue<NT, NG>(sums + 1024 * ((b - 1) & 1), grp, qb, b - 1, xd, nb, acc);
   }
-  amx_epilogue<NT, NG>(sums + 1024 * ((nb - 1) & 1), sc, nb - 1, xd, nb, acc);
+  amx_epilogue<NT, NG>(sums + 1024 * ((nb - 1) & 1), grp, qb, nb - 1, xd, nb, acc);
   for (int r = 0; r < 16 * NT; ++r)
     for (int j = 0; j < NG; ++j)
       _mm512_storeu_ps(y + (t0 + r) * ldy + 16 * j, _mm512_load_ps(acc + 32 * r + 16 * j));
@@ -285,19 +301,18 @@ __attribute__((target("amx-tile,amx-int8"))) void gemm_amx(GgmlType type, const 
   for (int64_t g = 0; g < n_groups; g += 2) {
     const bool two = g + 1 < n_groups;
     const uint8_t* grp[2] = {wp + size_t(g) * gb, wp + size_t(g + 1) * gb};
-    const uint8_t* sc[2] = {grp[0] + size_t(nb) * P::kBytes, grp[1] + size_t(nb) * P::kBytes};
     signed_panel<P>(grp[0], nb, panel);
     if (two) signed_panel<P>(grp[1], nb, panel + 512 * nb);
     float* yg = y + 16 * g;
     int64_t t0 = 0;
     for (; t0 + 32 <= nt; t0 += 32)
-      two ? amx_block<2, 2>(panel, sc, nb, x, t0, yg, ldy, sums, acc)
-          : amx_block<2, 1>(panel, sc, nb, x, t0, yg, ldy, sums, acc);
+      two ? amx_block<2, 2>(panel, grp, P::kBytes, nb, x, t0, yg, ldy, sums, acc)
+          : amx_block<2, 1>(panel, grp, P::kBytes, nb, x, t0, yg, ldy, sums, acc);
     for (; t0 + 16 <= nt; t0 += 16)
-      two ? amx_block<1, 2>(panel, sc, nb, x, t0, yg, ldy, sums, acc)
-          : amx_block<1, 1>(panel, sc, nb, x, t0, yg, ldy, sums, acc);
-    vnni_group<P>(grp[0], sc[0], nb, x, t0, nt, yg, ldy);
-    if (two) vnni_group<P>(grp[1], sc[1], nb, x, t0, nt, yg + 16, ldy);
+      two ? amx_block<1, 2>(panel, grp, P::kBytes, nb, x, t0, yg, ldy, sums, acc)
+          : amx_block<1, 1>(panel, grp, P::kBytes, nb, x, t0, yg, ldy, sums, acc);
+    vnni_group<P>(grp[0], nullptr, nb, x, t0, nt, yg, ldy);
+    if (two) vnni_group<P>(grp[1], nullptr, nb, x, t0, nt, yg + 16, ldy);
   }
   _tile_release();
 }

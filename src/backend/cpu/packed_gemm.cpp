@@ -138,13 +138,13 @@ void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int
       for (int r = 0; r < kPackRows; ++r) {
         float acc = 0.0f;
         for (int64_t b = 0; b < nb; ++b) {
-          const uint8_t* q = grp + size_t(b) * qb;
+          const uint8_t* q = grp + packed_quants_at(qb, b);
           const size_t i = act_index(t, b, nb);
           const int8_t* xq = reinterpret_cast<const int8_t*>(x.tq + 32 * i);
           int32_t s = x.c[i];
           for (int k = 0; k < 32; ++k) s += quant(wtype, q, r, k) * xq[k];
           uint16_t h;
-          std::memcpy(&h, grp + size_t(nb) * qb + 32 * b + 2 * r, 2);
+          std::memcpy(&h, grp + packed_scales_at(qb, b) + 2 * r, 2);
           acc = std::fma(float(s), fp16_to_fp32(h) * x.d[i], acc);
         }
         y[t * ldy + 16 * g + r] = acc;

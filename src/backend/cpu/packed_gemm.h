@@ -60,8 +60,8 @@ struct PackedAct {
 
 GgmlType packed_act_type(GgmlType wtype);
 
-// Decode streams each group front to back: its kernels fetch this far ahead, into the outer
-// cache levels, every line of a block (measured at 2 threads, qwen2.5-0.5b Q8_0 tg64, one line
+// Decode streams each group front to back: the AVX-512 kernels fetch this far ahead, into the
+// outer cache levels, every line (the 256-bit ones do not: see avx2_tile) (measured on Sapphire Rapids at 2 threads, qwen2.5-0.5b Q8_0 tg64, one line
 // per block: 2048 B into L1 38.0 t/s, 4096 39.2, 8192 into L3 40.5, 16384 39.6; then every line
 // instead of one: a 524288 x 896 GEMV 10-25 % faster, Q4_0 and Q5_0 most; 4096 and hints T0/T1/
 // NTA re-measured on 2 MiB pages: no better). Once decode chunks became long (kernels_matmul.cpp),

@@ -30,13 +30,13 @@ void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
   const size_t qb = packed_quant_bytes(w.type);
   const size_t bb = type_traits(w.type).type_size;  // GGUF block bytes (34, 18 or 22)
   const bool q8 = w.type == GgmlType::Q8_0, q5 = w.type == GgmlType::Q5_0;
-  uint8_t* scales = out + size_t(nb) * qb;
+  std::memset(out, 0, packed_group_bytes(w.type, w.cols));  // the Q5_0 masks, an odd pair's half
   for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* q = out + size_t(b) * qb;
-    if (q5) std::memset(q + 256, 0, 64);
+    uint8_t* q = out + packed_quants_at(qb, b);
+    uint8_t* scales = out + packed_scales_at(qb, b);
     for (int r = 0; r < kPackRows; ++r) {
       const uint8_t* blk = w.data + size_t(r0 + r) * w.row_bytes + size_t(b) * bb;
-      std::memcpy(scales + size_t(b) * 32 + 2 * r, blk, 2);  // d (F16) comes first in all three
+      std::memcpy(scales + 2 * r, blk, 2);  // d (F16) comes first in all three
       const uint8_t* qs = blk + (q5 ? 6 : 2);
       for (int k4 = 0; k4 < (q8 ? 8 : 4); ++k4)
         for (int j = 0; j < 4; ++j) {
