@@ -744,7 +744,10 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
     const uint8_t* xq = xb + 4;
     const uint8_t* par = o + P::kPar;
     const __m512 xd = _mm512_set1_ps(q8k_d(xb));
-    __m512i isum = _mm512_setzero_si512();
+    // All sub-blocks' sums first, then their scales: the super-block is read front to back
+    // (quants, then the scales after them), one stream.
+    __m512i s0v[8], s1v[8];
+#pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       __m512i s0, s1;
       if constexpr (T == GgmlType::Q6_K) {
@@ -768,6 +771,13 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
           s1 = _mm512_dpbusd_epi32(s1, hi, _mm512_set1_epi32(load_i32(xq + 32 * j + 16 + 4 * c)));
         }
       }
+      s0v[j] = s0;
+      s1v[j] = s1;
+    }
+    __m512i isum = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      const __m512i s0 = s0v[j], s1 = s1v[j];
       if constexpr (T == GgmlType::Q6_K) {
         const __m512i c0 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j)));
         const __m512i c1 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j + 16)));
