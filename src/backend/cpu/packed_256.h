@@ -266,15 +266,15 @@ struct AK {
 template <GgmlType T>
 inline void ak_chunk(const uint8_t* o, int j, int c, int h, __m256i* lo, __m256i* hi) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i v = _mm256_load_si256((const __m256i*)(o + 256 * j + 64 * c + 32 * h));
+  const __m256i v = _mm256_load_si256((const __m256i*)(o + packed_kq_quants(T, j, c) + 32 * h));
   *lo = _mm256_and_si256(v, m4);
   *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
   if constexpr (T == GgmlType::Q5_K) {
-    *lo = _mm256_or_si256(*lo, fifth_bits(o + kKqExtra + 64 * j + 16 * c + 4 * h));
-    *hi = _mm256_or_si256(*hi, fifth_bits(o + kKqExtra + 64 * j + 16 * c + 8 + 4 * h));
+    *lo = _mm256_or_si256(*lo, fifth_bits(o + packed_kq_extra(T, j) + 16 * c + 4 * h));
+    *hi = _mm256_or_si256(*hi, fifth_bits(o + packed_kq_extra(T, j) + 16 * c + 8 + 4 * h));
   }
   if constexpr (T == GgmlType::Q6_K) {
-    const __m256i hv = _mm256_load_si256((const __m256i*)(o + kKqExtra + 128 * j + 64 * (c / 2) + 32 * h));
+    const __m256i hv = _mm256_load_si256((const __m256i*)(o + packed_kq_extra(T, j) + 64 * (c / 2) + 32 * h));
     const __m256i m = _mm256_set1_epi8(0x30);
     const __m256i a = c % 2 == 0 ? _mm256_slli_epi16(hv, 4) : hv;
     const __m256i b = c % 2 == 0 ? _mm256_slli_epi16(hv, 2) : _mm256_srli_epi16(hv, 2);

@@ -38,11 +38,11 @@ inline int quant(GgmlType t, const uint8_t* q, int r, int k) {
 inline int kquant(GgmlType t, const uint8_t* o, int r, int k) {
   const int j = k / 32, e = k % 32, c = (e % 16) / 4, lane = 4 * r + e % 4;
   const bool hi = e >= 16;
-  const uint8_t v = o[256 * j + 64 * c + lane];
+  const uint8_t v = o[packed_kq_quants(t, j, c) + lane];
   int q = hi ? v >> 4 : v & 0x0F;
-  if (t == GgmlType::Q5_K) q |= ((o[kKqExtra + 64 * j + 16 * c + 8 * hi + lane / 8] >> (lane % 8)) & 1) << 4;
+  if (t == GgmlType::Q5_K) q |= ((o[packed_kq_extra(t, j) + 16 * c + 8 * hi + lane / 8] >> (lane % 8)) & 1) << 4;
   if (t == GgmlType::Q6_K)
-    q |= ((o[kKqExtra + 128 * j + 64 * (c / 2) + lane] >> (4 * (c % 2) + 2 * hi)) & 3) << 4;
+    q |= ((o[packed_kq_extra(t, j) + 64 * (c / 2) + lane] >> (4 * (c % 2) + 2 * hi)) & 3) << 4;
   return q;
 }
 

@@ -77,7 +77,6 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
   for (int64_t b = 0; b < nsb; ++b) {
     uint8_t* o = out + size_t(b) * kb;
     std::memset(o, 0, kb);
-    uint8_t* ext = o + kKqExtra;            // Q5_K masks or Q6_K high bits
     uint8_t* par = o + packed_kq_scales(T);  // scales (and mins)
     for (int r = 0; r < kPackRows; ++r) {
       const uint8_t* blk = w.data + size_t(r0 + r) * w.row_bytes + size_t(b) * bb;
@@ -92,10 +91,10 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
           const int sn = 4 * (rr >> 1), sh = 2 * rr;
           for (int c = 0; c < 4; ++c) {
             const uint32_t lo = (load4(ql + 4 * c) >> sn) & m4, hi = (load4(ql + 16 + 4 * c) >> sn) & m4;
-            store4(o + 256 * j + 64 * c + 4 * r, lo | (hi << 4));
+            store4(o + packed_kq_quants(T, j, c) + 4 * r, lo | (hi << 4));
             const uint32_t hl = (load4(qh + 4 * c) >> sh) & m2, hh = (load4(qh + 16 + 4 * c) >> sh) & m2;
             // Chunk c's high bits go to vector c / 2, at bits 4 (c % 2) (low) and + 2 (high).
-            uint8_t* e = ext + 128 * j + 64 * (c / 2) + 4 * r;
+            uint8_t* e = o + packed_kq_extra(T, j) + 64 * (c / 2) + 4 * r;
             store4(e, load4(e) | (hl << (4 * (c % 2))) | (hh << (4 * (c % 2) + 2)));
           }
         }
@@ -111,11 +110,11 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
           const int sn = 4 * (j % 2);
           for (int c = 0; c < 4; ++c) {
             const uint32_t lo = (load4(src + 4 * c) >> sn) & m4, hi = (load4(src + 16 + 4 * c) >> sn) & m4;
-            store4(o + 256 * j + 64 * c + 4 * r, lo | (hi << 4));
+            store4(o + packed_kq_quants(T, j, c) + 4 * r, lo | (hi << 4));
             if constexpr (q5) {
               // Fifth bits: bit j of qh[column]; lane 4 r + i of the chunk's two masks.
               const uint8_t* qh = reinterpret_cast<const quant::block_q5_K*>(blk)->qh;
-              uint8_t* m = ext + 64 * j + 16 * c;
+              uint8_t* m = o + packed_kq_extra(T, j) + 16 * c;
               for (int i = 0; i < 4; ++i) {
                 const int lane = 4 * r + i;
                 m[lane / 8] |= uint8_t(((qh[4 * c + i] >> j) & 1) << (lane % 8));

@@ -59,15 +59,19 @@ constexpr size_t packed_scales_at(size_t qb, int64_t b) {
   return size_t(b >> 1) * packed_pair_bytes(qb) + 32 * size_t(b & 1);
 }
 
-// K-quant super-blocks, 16 rows each, everything of one super-block together:
-//   quants: per 32-column sub-block j, 4 chunks of 64 bytes, byte 4 r + i of chunk c holding
-//     columns 4 c + i (low nibble) and 16 + 4 c + i (high nibble) of row r: Q4_0's layout;
-//   Q5_K: per sub-block and chunk two 64-bit masks of the fifth bits (columns 4 c + i, then
-//     16 + 4 c + i; bit 4 r + i);
-//   Q6_K: per sub-block two 64-byte vectors of the high 2 bits, byte 4 r + i of vector p
-//     holding columns 8 p + i, 16 + 8 p + i, 8 p + 4 + i, 20 + 8 p + i at bits 0, 2, 4, 6;
-//   Q4_K/Q5_K: the 6-bit scales as bytes [j][r], the mins as byte pairs [j / 2][r][j % 2], then
-//     d[16] and dmin[16] (F16); Q6_K: the int8 scales of the 16-column sub-blocks [k][r], d[16].
+// K-quant super-blocks, 16 rows each, everything of one super-block together, in the order the
+// decode kernels read it (a stream that jumps ahead and back is not followed by AMD Zen 4's
+// prefetchers):
+//   per 32-column sub-block j (packed_kq_sub_bytes apart):
+//     quants: 4 chunks of 64 bytes, byte 4 r + i of chunk c holding columns 4 c + i (low
+//       nibble) and 16 + 4 c + i (high nibble) of row r: Q4_0's layout;
+//     then Q5_K: per chunk two 64-bit masks of the fifth bits (columns 4 c + i, then
+//       16 + 4 c + i; bit 4 r + i);
+//     or Q6_K: two 64-byte vectors of the high 2 bits, byte 4 r + i of vector p holding
+//       columns 8 p + i, 16 + 8 p + i, 8 p + 4 + i, 20 + 8 p + i at bits 0, 2, 4, 6;
+//   then Q4_K/Q5_K: the 6-bit scales as bytes [j][r], the mins as byte pairs [j / 2][r][j % 2],
+//     then d[16] and dmin[16] (F16); Q6_K: the int8 scales of the 16-column sub-blocks [k][r],
+//     d[16].
 // Every block is whole 64-byte lines (Q4_K 37, Q5_K 45, Q6_K 53).
 constexpr size_t packed_kq_block_bytes(GgmlType type) {
   return type == GgmlType::Q4_K ? 2048 + 256 + 64
@@ -75,12 +79,16 @@ constexpr size_t packed_kq_block_bytes(GgmlType type) {
        : type == GgmlType::Q6_K ? 2048 + 1024 + 256 + 64  // d, then 32 bytes of padding
                                 : 0;
 }
-// Offsets inside one packed K-quant block: the Q5_K masks or Q6_K high bits, the scales, and
-// from the scales the mins, d and dmin.
-constexpr size_t kKqExtra = 2048;
-constexpr size_t packed_kq_scales(GgmlType type) {
-  return kKqExtra + (type == GgmlType::Q5_K ? 512 : type == GgmlType::Q6_K ? 1024 : 0);
+// Offsets inside one packed K-quant block: sub-block j's chunk c of quants and its Q5_K masks
+// or Q6_K high bits, the scales, and from the scales the mins, d and dmin.
+constexpr size_t packed_kq_sub_bytes(GgmlType type) {
+  return type == GgmlType::Q5_K ? 256 + 64 : type == GgmlType::Q6_K ? 256 + 128 : 256;
 }
+constexpr size_t packed_kq_quants(GgmlType type, int j, int c) {
+  return packed_kq_sub_bytes(type) * size_t(j) + 64 * size_t(c);
+}
+constexpr size_t packed_kq_extra(GgmlType type, int j) { return packed_kq_sub_bytes(type) * size_t(j) + 256; }
+constexpr size_t packed_kq_scales(GgmlType type) { return 8 * packed_kq_sub_bytes(type); }
 constexpr size_t kKqMins = 128, kKqD = 256, kKqDmin = 288;
 
 // A group's quants and scales: whole 64-byte lines, so that every group starts aligned.

@@ -707,19 +707,19 @@ struct KPacked {
 template <GgmlType T>
 inline void kp_chunk(const uint8_t* o, int j, int c, __m512i* lo, __m512i* hi) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512i v = _mm512_load_si512(o + 256 * j + 64 * c);
+  const __m512i v = _mm512_load_si512(o + packed_kq_quants(T, j, c));
   *lo = _mm512_and_si512(v, m4);
   *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
   if constexpr (T == GgmlType::Q5_K) {
     uint64_t ml, mh;
-    __builtin_memcpy(&ml, o + kKqExtra + 64 * j + 16 * c, 8);
-    __builtin_memcpy(&mh, o + kKqExtra + 64 * j + 16 * c + 8, 8);
+    __builtin_memcpy(&ml, o + packed_kq_extra(T, j) + 16 * c, 8);
+    __builtin_memcpy(&mh, o + packed_kq_extra(T, j) + 16 * c + 8, 8);
     const __m512i b4 = _mm512_set1_epi8(0x10);
     *lo = _mm512_mask_add_epi8(*lo, _cvtu64_mask64(ml), *lo, b4);
     *hi = _mm512_mask_add_epi8(*hi, _cvtu64_mask64(mh), *hi, b4);
   }
   if constexpr (T == GgmlType::Q6_K) {
-    const __m512i h = _mm512_load_si512(o + kKqExtra + 128 * j + 64 * (c / 2));
+    const __m512i h = _mm512_load_si512(o + packed_kq_extra(T, j) + 64 * (c / 2));
     const __m512i m = _mm512_set1_epi8(0x30);
     // 0xF8: a | (b & c) (vpternlog truth table over a, b, c).
     if (c % 2 == 0) {
@@ -760,7 +760,7 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
       if constexpr (T == GgmlType::Q4_K) {
         // The high nibbles in place into s1 (dpbusd_nibbles), shifted back once a sub-block.
         for (int c = 0; c < 4; ++c)
-          dpbusd_nibbles(s0, s1, _mm512_load_si512(o + 256 * j + 64 * c), xq + 32 * j + 4 * c,
+          dpbusd_nibbles(s0, s1, _mm512_load_si512(o + packed_kq_quants(T, j, c)), xq + 32 * j + 4 * c,
                          xq + 32 * j + 16 + 4 * c);
         s1 = _mm512_srai_epi32(s1, 4);
       } else {
