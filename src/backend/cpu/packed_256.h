@@ -302,24 +302,51 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
       xb[t] = reinterpret_cast<const quant::block_q8_K*>(x.q + size_t(t0 + t) * x.stride) + b;
       ks[t] = x.ks + (t0 + t) * nsb + b;
     }
+    // Q4_K on AVX2: the rows' sub-block scales (0..63) as both int16 of each lane, so that the
+    // one madd of a sub-block's int16 pair sums (kGroup 4) applies the scale instead of ones
+    // (exact: the pairs are the integer sums' halves). Q5_K keeps madd by ones and vpmulld:
+    // the scaled madd measured no faster for it (one core, 3072 x 1024 x 128: 3-6 % slower in
+    // one sitting, equal in the next).
+    constexpr bool kScaledMadd = T == GgmlType::Q4_K && !MINFER_PACKED_VNNI;
+    // Decode takes all eight sub-blocks' sums (kScaledMadd: their int16 pair sums) first, then
+    // the scales: the super-block is read front to back, as kp_gemv reads it (a stream that
+    // jumps ahead to the scales and back is not followed by AMD Zen 4's prefetchers). Token
+    // tiles, whose chunks come from L1/L2, apply each sub-block's scales right away (the
+    // staged sums cost them 8 %).
+    constexpr bool kStaged = NT == 1;
+    constexpr int kSlots = kStaged ? 8 : 1;
+    __m256i sum0[kSlots][NT], sum1[kSlots][NT];
     __m256i isum[NT];
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+    auto apply_scales = [&](int j) __attribute__((always_inline)) {
+      const int k = kStaged ? j : 0;
+      if constexpr (q6) {
+        const __m256i c0 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 8 * h)));
+        const __m256i c1 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 16 + 8 * h)));
+        for (int t = 0; t < NT; ++t)
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_mullo_epi32(sum0[k][t], c0), _mm256_mullo_epi32(sum1[k][t], c1)));
+      } else if constexpr (kScaledMadd) {
+        const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
+        const __m256i w16 = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
+        for (int t = 0; t < NT; ++t)
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(sum0[k][t], w16), _mm256_madd_epi16(sum1[k][t], w16)));
+      } else {
+        const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
+        for (int t = 0; t < NT; ++t) {
+#if MINFER_PACKED_VNNI
+          if constexpr (T == GgmlType::Q4_K)  // each half below 2^15 (16 x 15 x 128): vpdpwssd
+            isum[t] = _mm256_dpwssd_avx_epi32(_mm256_dpwssd_avx_epi32(isum[t], sum0[k][t], sc), sum1[k][t], sc);
+          else
+#endif
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_add_epi32(sum0[k][t], sum1[k][t]), sc));
+        }
+      }
+    };
     for (int j = 0; j < 8; ++j) {
       __m256i s0[NT], s1[NT];
       for (int t = 0; t < NT; ++t) {
         s0[t] = q6 ? _mm256_set1_epi32(ks[t]->q6c[2 * j]) : _mm256_setzero_si256();
         s1[t] = q6 ? _mm256_set1_epi32(ks[t]->q6c[2 * j + 1]) : _mm256_setzero_si256();
-      }
-      // Q4_K on AVX2: the rows' sub-block scales (0..63) as both int16 of each lane, so that the
-      // one madd of a sub-block's int16 pair sums (kGroup 4) applies the scale instead of ones
-      // (exact: the pairs are the integer sums' halves). Q5_K keeps madd by ones and vpmulld:
-      // the scaled madd measured no faster for it (one core, 3072 x 1024 x 128: 3-6 % slower in
-      // one sitting, equal in the next).
-      constexpr bool kScaledMadd = T == GgmlType::Q4_K && !MINFER_PACKED_VNNI;
-      [[maybe_unused]] __m256i w16 = ones;
-      if constexpr (kScaledMadd) {
-        const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
-        w16 = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
       }
       [[maybe_unused]] __m256i p0[NT], p1[NT];  // AVX2: maddubs sums of up to kGroup chunks
       for (int c = 0; c < 4; ++c) {
@@ -341,33 +368,27 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
           const __m256i q1 = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(xq + 16)));
           p0[t] = c % P::kGroup == 0 ? q0 : _mm256_add_epi16(p0[t], q0);
           p1[t] = c % P::kGroup == 0 ? q1 : _mm256_add_epi16(p1[t], q1);
-          if (c % P::kGroup == P::kGroup - 1) {
-            s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(p0[t], w16));
-            s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(p1[t], w16));
+          if (!kScaledMadd && c % P::kGroup == P::kGroup - 1) {
+            s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(p0[t], ones));
+            s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(p1[t], ones));
           }
 #endif
         }
       }
-      if constexpr (q6) {
-        const __m256i c0 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 8 * h)));
-        const __m256i c1 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 16 + 8 * h)));
-        for (int t = 0; t < NT; ++t)
-          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_mullo_epi32(s0[t], c0), _mm256_mullo_epi32(s1[t], c1)));
-      } else if constexpr (kScaledMadd) {
-        static_assert(P::kGroup == 4, "one madd a sub-block carries the scale");
-        for (int t = 0; t < NT; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(s0[t], s1[t]));
-      } else {
-        const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
-        for (int t = 0; t < NT; ++t) {
-#if MINFER_PACKED_VNNI
-          if constexpr (T == GgmlType::Q4_K)  // each half below 2^15 (16 x 15 x 128): vpdpwssd
-            isum[t] = _mm256_dpwssd_avx_epi32(_mm256_dpwssd_avx_epi32(isum[t], s0[t], sc), s1[t], sc);
-          else
-#endif
-            isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_add_epi32(s0[t], s1[t]), sc));
+      for (int t = 0; t < NT; ++t) {
+        if constexpr (kScaledMadd) {
+          static_assert(P::kGroup == 4, "one madd a sub-block carries the scale");
+          sum0[kStaged ? j : 0][t] = p0[t];
+          sum1[kStaged ? j : 0][t] = p1[t];
+        } else {
+          sum0[kStaged ? j : 0][t] = s0[t];
+          sum1[kStaged ? j : 0][t] = s1[t];
         }
       }
+      if constexpr (!kStaged) apply_scales(j);
     }
+    if constexpr (kStaged)
+      for (int j = 0; j < 8; ++j) apply_scales(j);
     const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqD + 16 * h)));
     for (int t = 0; t < NT; ++t) {
       const __m256 xd = _mm256_set1_ps(ks[t]->d);
