@@ -39,17 +39,7 @@ inline int32_t load_i32(const uint8_t* p) {
 // ready for maddubs' unsigned operand (Q8_0: signed; see dot_block()), and how many chunks' maddubs
 // results may be summed in int16 before one madd widens them (kGroup x 2 x max|w| x 127 must
 // stay below 2^15): the multiply ports do one madd per group instead of one per chunk.
-// Block b's quants in a packed group (repack.h), for the packed types below; pan (a decoded
-// panel, see Decoded) unused.
-template <size_t QB>
-struct InGroup {
-  static constexpr size_t kGroupBytes = QB;  // quant bytes per block in the group
-  static const uint8_t* quants(const uint8_t* grp, const uint8_t*, int64_t b) {
-    return grp + packed_quants_at(QB, b);
-  }
-};
-
-struct AQ8 : InGroup<512> {
+struct AQ8 : PackedQuants<512> {
   static constexpr GgmlType kType = GgmlType::Q8_0;
   static constexpr size_t kBytes = 512;
   static constexpr bool kSigned = !kVnni;  // vpdpbusd takes w + 128 as stored, as on AVX-512
@@ -63,7 +53,7 @@ struct AQ8 : InGroup<512> {
     }
   }
 };
-struct AQ4 : InGroup<256> {
+struct AQ4 : PackedQuants<256> {
   static constexpr GgmlType kType = GgmlType::Q4_0;
   static constexpr size_t kBytes = 256;
   static constexpr bool kSigned = false;
@@ -88,7 +78,7 @@ inline __m256i fifth_bits(const uint8_t* p) {
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(m, bits), bits), _mm256_set1_epi8(0x10));
 }
 
-struct AQ5 : InGroup<320> {
+struct AQ5 : PackedQuants<320> {
   static constexpr GgmlType kType = GgmlType::Q5_0;
   static constexpr size_t kBytes = 320;
   static constexpr bool kSigned = false;

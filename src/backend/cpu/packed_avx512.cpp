@@ -34,19 +34,9 @@ inline int32_t load_i32(const uint8_t* p) {
   return v;
 }
 
-// Block b's quants in a packed group (repack.h), for the packed types below; pan (a decoded
-// panel, see Decoded) unused.
-template <size_t QB>
-struct InGroup {
-  static constexpr size_t kGroupBytes = QB;  // quant bytes per block in the group
-  static const uint8_t* quants(const uint8_t* grp, const uint8_t*, int64_t b) {
-    return grp + packed_quants_at(QB, b);
-  }
-};
-
 // The packed types: quant bytes per group block, offset, and the unsigned quants of a block
 // as 8 zmm (chunk k: columns 4k..4k+3 of the 16 rows).
-struct PQ8 : InGroup<512> {
+struct PQ8 : PackedQuants<512> {
   static constexpr GgmlType kType = GgmlType::Q8_0;
   static constexpr size_t kBytes = 512;
   static constexpr int kOffset = 128;
@@ -55,7 +45,7 @@ struct PQ8 : InGroup<512> {
     for (int k = 0; k < 8; ++k) w[k] = _mm512_load_si512(q + 64 * k);
   }
 };
-struct PQ4 : InGroup<256> {
+struct PQ4 : PackedQuants<256> {
   static constexpr GgmlType kType = GgmlType::Q4_0;
   static constexpr size_t kBytes = 256;
   static constexpr int kOffset = 8;
@@ -70,7 +60,7 @@ struct PQ4 : InGroup<256> {
   }
 };
 // Q5_0: Q4_0's nibbles, then one 64-bit mask per chunk holding the fifth bits (byte lane order).
-struct PQ5 : InGroup<320> {
+struct PQ5 : PackedQuants<320> {
   static constexpr GgmlType kType = GgmlType::Q5_0;
   static constexpr size_t kBytes = 320;
   static constexpr int kOffset = 16;

@@ -58,6 +58,15 @@ constexpr size_t packed_quants_at(size_t qb, int64_t b) {
 constexpr size_t packed_scales_at(size_t qb, int64_t b) {
   return size_t(b >> 1) * packed_pair_bytes(qb) + 32 * size_t(b & 1);
 }
+// The kernels' packed _0 types derive from this (QB = packed_quant_bytes): block b's quants in
+// group grp. A decoded panel type (the kernels' Decoded) has the same members, reading pan.
+template <size_t QB>
+struct PackedQuants {
+  static constexpr size_t kGroupBytes = QB;  // quant bytes per block in the group
+  static const uint8_t* quants(const uint8_t* grp, const uint8_t* /*pan*/, int64_t b) {
+    return grp + packed_quants_at(QB, b);
+  }
+};
 
 // K-quant super-blocks, 16 rows each, everything of one super-block together, in the order the
 // decode kernels read it (a stream that jumps ahead and back is not followed by AMD Zen 4's
