@@ -13,7 +13,7 @@
 // per chunk of 4 columns a 64-bit mask of the fifth bits, bit 4 r + j for column j of row r);
 // an odd last block leaves its pair's second half unused. Decode streams each group front to
 // back: one sequential stream per thread instead of 16 row streams, its scales in the stream
-// beside their quants (packed_block_quants() below says why).
+// beside their quants (packed_quants_at() below says why).
 //
 // The GGUF mapping stays the source of truth (get_rows and the scalar paths read it); the
 // packed copy is owned by whoever loads the model.
@@ -47,7 +47,7 @@ constexpr size_t packed_quant_bytes(GgmlType type) {
 
 // Where block b's quants and scales lie in a group of the _0 types (qb = packed_quant_bytes).
 // The scales sit in the quants' stream, a line per pair of blocks, because a kernel reading two
-// streams a group apart is slower: on AMD Zen 4 (2 threads of an EPYC 9004 VM, a 512 MiB
+// streams a group apart is slower: on AMD Zen 4 (an EPYC VM with 2 vCPUs, a 512 MiB
 // buffer read as Q8_0 decode reads it) one core streamed 15.8 GB/s with all of a group's scales
 // after its quants against 30.3 in pairs like this (2 threads 25.5 -> 33.4, a plain read loop
 // 30-33 and 35-36); the scales before the group's quants measured as slow as after them.
