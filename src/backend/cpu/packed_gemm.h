@@ -74,6 +74,11 @@ constexpr int kPackedPrefetch = 2048;  // Q8_0, or Q8_K for the K-quants
 // 0.64, q/k/v 0.57 -> 0.51 (4096: halfway; 12288 and 16384: as 8192). Q4_0's and Q8_0's steps
 // measured no faster at 4096 or 8192.
 constexpr int packed_prefetch(GgmlType t) { return t == GgmlType::Q5_0 ? 8192 : kPackedPrefetch; }
+// The AVX-512 K-quant decode's distance: Q6_K's super-block (3392 B) is longer than 2 KiB, and on
+// AMD Zen 4 its stream wants fetching a super-block on: qwen3-0.6b Q4_K_M, one thread, its Q6_K
+// output matrix 7.43 -> 5.51-5.65 ms a step at 4096 B (8192, 16384: 5.8-6.0), ffn_down 3.10 ->
+// 2.93; Q4_K measured slower further ahead (gate + up 3.43-3.50 -> 4.4-4.8 ms at 4096-16384).
+constexpr int kq_prefetch(GgmlType t) { return t == GgmlType::Q6_K ? 4096 : kPackedPrefetch; }
 
 // Token t's activations (nb blocks of 32) quantized to Q8_0 (quantize_act_q8_0) into the tiles
 // of PackedAct, for weights of `wtype`. The Q8_0 row is left in `row` when keep_row (the GGUF-
