@@ -114,12 +114,12 @@ inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const 
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* q = P::quants(grp, pan, b);
+    const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b);  // an even b's: its pair's start
     if constexpr (T == 1)  // decode: each pair of blocks fetches the group's stream that far ahead
       if (b % 2 == 0 && !pan)
         for (size_t l = 0; l < packed_pair_bytes(P::kGroupBytes); l += 64)
-          _mm_prefetch((const char*)(grp + packed_scales_at(P::kGroupBytes, b) + packed_prefetch(P::kType) + l), _MM_HINT_T2);
-    const __m512 dw =
-        _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(grp + packed_scales_at(P::kGroupBytes, b))));
+          _mm_prefetch((const char*)(sc + packed_prefetch(P::kType) + l), _MM_HINT_T2);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)sc));
     const uint8_t* xb = xq + 32 * kActTile * b;
     __m512i s[T];
 #pragma GCC unroll 16
