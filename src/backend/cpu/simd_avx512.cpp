@@ -365,9 +365,12 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
     // q4_K/q5_K: 8 sub-blocks of 32 (8 groups); q6_K: 16 of 16 (4 groups).
     constexpr int kSub = kQ6 ? 16 : 8, kGroups = kQ6 ? 4 : 8;
     // Q4_K sums each sub-block's two 16-column halves apart: a half is below 2^15 in magnitude
-    // (16 x 15 x 128), so one vpdpwssd multiplies it (its int32 lane read as its value and its
-    // sign, against the scale and 0) by the 6-bit scale and adds it, where a vpmulld (2 uops)
-    // and an add took 3. Q5_K's halves reach 16 x 31 x 128 and keep vpmulld.
+    // (16 x 15 x 128), so the halves share an int32 lane as an int16 pair (a shift and a word
+    // blend) and one vpdpwssd multiplies both by the 6-bit scale and adds them. On Zen 4 vpdpbusd,
+    // vpdpwssd, vpmulld, vpternlog and the float multiplies share two ports, and shifts, blends,
+    // adds and converts run beside them: one vpdpwssd a token and sub-block instead of two (one
+    // for each half) is 72 port cycles a sub-block of 8 tokens instead of 80. Q5_K's halves
+    // reach 16 x 31 x 128 and keep vpmulld.
     constexpr bool kHalves = std::is_same_v<K, KQ4>;
     for (int j = 0; j < kSub; ++j) {
       // q6_K's quants are stored + 32: start from -32 * sum(x) of the sub-block.
@@ -386,10 +389,12 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
           dpbusd_bcast(kHalves && g >= kGroups / 2 ? h[t] : s[t], wq, xb + size_t(t) * xs + 4 * kGroups * j + 4 * g);
       }
       const __m512i scv = _mm512_load_si512(par + 16 * j);
+      const __m512i sc2 = kHalves ? _mm512_or_si512(scv, _mm512_slli_epi32(scv, 16)) : scv;  // (sc, sc)
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        if constexpr (kHalves)
-          isum[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(isum[t], s[t], scv), h[t], scv);
+        if constexpr (kHalves)  // the odd int16 lanes from h << 16
+          isum[t] = _mm512_dpwssd_epi32(
+              isum[t], _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), s[t], _mm512_slli_epi32(h[t], 16)), sc2);
         else
           isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], scv));
       }
