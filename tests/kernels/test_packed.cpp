@@ -60,7 +60,8 @@ struct Acts {
   std::vector<int32_t> c;
   std::vector<Q8KSums> ks;
   size_t stride = 0;
-  PackedAct view() const { return {q.data(), stride, ks.data(), tq.data(), d.data(), c.data()}; }
+  int64_t tile = kActTile;  // act_tile of the token count, as matmul lays them out
+  PackedAct view() const { return {q.data(), stride, ks.data(), tq.data(), d.data(), c.data(), tile}; }
 };
 
 Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t cols) {
@@ -78,6 +79,7 @@ Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t col
     }
     return a;
   }
+  a.tile = act_tile(nt);
   const size_t n_act = size_t(act_tokens_padded(nt) * nb);
   a.tq.resize(32 * n_act);
   a.d.resize(n_act);
@@ -88,7 +90,7 @@ Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t col
     quantize_act(GgmlType::Q8_0, x.data() + t * cols, a.q.data() + size_t(t) * a.stride, cols);
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* blk = row + 34 * b;
-      const size_t i = act_index(t, b, nb);
+      const size_t i = act_index(t, b, nb, a.tile);
       uint16_t h;
       std::memcpy(&h, blk, 2);
       a.d[i] = fp16_to_fp32(h);
@@ -271,15 +273,20 @@ INSTANTIATE_TEST_SUITE_P(Types, PackedTest,
 // Q6_K v): the same results as one matmul per job, bit for bit, with the bias, the tail rows
 // and the mixed _0 types that must run apart.
 // packed_act_quantize on every ISA (AVX-512: 16 blocks reduced at once, a partial last group)
-// gives make_acts' tiles and rows byte for byte, and leaves the row alone unless asked to keep it.
+// gives make_acts' tiles and rows byte for byte, and leaves the row alone unless asked to keep it;
+// a single token (tiles of 1) gets its blocks in order, 32 bytes apart.
 TEST(Packed, ActivationTilesOnEveryIsaMatchTheRows) {
   std::mt19937 rng(21);
+  std::vector<std::pair<int64_t, int64_t>> tokens_x_blocks;
+  for (int64_t nt : {35, 1})
+    for (int64_t nb : {1, 16, 17, 28, 40}) tokens_x_blocks.emplace_back(nt, nb);
   for (GgmlType wt : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
-    for (int64_t nb : {1, 16, 17, 28, 40}) {
-      const int64_t nt = 35, cols = 32 * nb;
+    for (const auto& [nt, nb] : tokens_x_blocks) {
+      const int64_t cols = 32 * nb;
       auto x = random_floats(size_t(nt * cols), rng, 4.0f);
-      for (int j = 0; j < 32; ++j) x[size_t(3 * cols + j)] = 0.0f;  // an all-zero block
-      for (int j = 0; j < 32 && nb > 1; ++j) x[size_t(4 * cols + 32 + j)] = float(j) - 15.5f;  // exact halves
+      const int64_t zt = nt > 3 ? 3 : 0, ht = nt > 4 ? 4 : 0;
+      for (int j = 0; j < 32; ++j) x[size_t(zt * cols + j)] = 0.0f;  // an all-zero block
+      for (int j = 0; j < 32 && nb > 1; ++j) x[size_t(ht * cols + 32 + j)] = float(j) - 15.5f;  // exact halves
       force_isa(Isa::Scalar);
       const Acts ref = make_acts(wt, x, nt, cols);
       for (Isa isa : supported_isas()) {
@@ -292,7 +299,7 @@ TEST(Packed, ActivationTilesOnEveryIsaMatchTheRows) {
         for (int64_t t = 0; t < nt; ++t) {
           const bool keep = t % 2 == 0;
           std::memset(row.data(), 0xA5, row.size() * sizeof(row[0]));
-          packed_act_quantize(wt, x.data() + t * cols, nb, t, row.data(), keep, a.tq.data(), a.d.data(),
+          packed_act_quantize(wt, x.data() + t * cols, nb, t, a.tile, row.data(), keep, a.tq.data(), a.d.data(),
                               a.c.data());
           if (keep || isa < Isa::Avx512)
             EXPECT_EQ(0, std::memcmp(row.data(), ref.q.data() + size_t(t) * ref.stride, ref.stride))
@@ -304,7 +311,10 @@ TEST(Packed, ActivationTilesOnEveryIsaMatchTheRows) {
         // tokens that exist.
         for (int64_t t = 0; t < nt; ++t)
           for (int64_t b = 0; b < nb; ++b) {
-            const size_t i = act_index(t, b, nb);
+            const size_t i = act_index(t, b, nb, a.tile);
+            if (nt == 1) {
+              ASSERT_EQ(i, size_t(b));
+            }
             ASSERT_EQ(0, std::memcmp(a.tq.data() + 32 * i, ref.tq.data() + 32 * i, 32))
                 << isa_name(isa) << " " << type_name(wt) << " nb " << nb << " t " << t << " b " << b;
             ASSERT_EQ(a.d[i], ref.d[i]) << isa_name(isa) << " nb " << nb << " t " << t << " b " << b;

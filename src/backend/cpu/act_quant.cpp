@@ -54,7 +54,7 @@ GgmlType vec_dot_type(GgmlType w) {
 
 void quantize_act_q8_0(const float* x, quant::block_q8_0* y, int64_t n) {
   if (active_isa() >= Isa::Avx512)
-    if (const Q8TilesFn f = quantize_q8_0_avx512()) return f(x, n / 32, y, 0, nullptr, nullptr, nullptr);
+    if (const Q8TilesFn f = quantize_q8_0_avx512()) return f(x, n / 32, y, 0, 1, nullptr, nullptr, nullptr);
   if (active_isa() >= Isa::Avx2)
     if (const Q8RowFn f = quantize_q8_0_avx2()) return f(x, y, n);
   for (int64_t b = 0; b < n / 32; ++b) y[b].d = fp32_to_fp16(q8_block(x + b * 32, y[b].qs));

@@ -33,9 +33,10 @@ Q8KRowFn quantize_q8_K_avx2();
 
 // The AVX-512 Q8_0 quantizer (act_quant_avx512.cpp; nullptr where not compiled), which
 // quantize_act_q8_0 and packed_act_quantize dispatch to: nb blocks from x; the row to `row` when
-// it is not null, and the packed _0 kernels' tiles from the token's first block (packed_gemm.h:
-// quants to tq + 512 b, d and c = -offset x the sum of the quants at [16 b]) when tq is not null.
-using Q8TilesFn = void (*)(const float* x, int64_t nb, quant::block_q8_0* row, int offset,
+// it is not null, and the packed _0 kernels' tiles of `tile` tokens from the token's first block
+// (packed_gemm.h: quants to tq + 32 tile b, d and c = -offset x the sum of the quants at
+// [tile b]) when tq is not null.
+using Q8TilesFn = void (*)(const float* x, int64_t nb, quant::block_q8_0* row, int offset, int64_t tile,
                            uint8_t* tq, float* d, int32_t* c);
 Q8TilesFn quantize_q8_0_avx512();
 

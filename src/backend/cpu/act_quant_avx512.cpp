@@ -54,8 +54,8 @@ inline __m512 add_epi32(__m512 a, __m512 b) {
 
 // n (1..16) blocks from x. Full: n == 16, no bounds tests in the loops.
 template <bool Full>
-inline void q8_0_blocks(const float* x, int n, quant::block_q8_0* row, int offset, uint8_t* tq,
-                        float* d, int32_t* c) {
+inline void q8_0_blocks(const float* x, int n, quant::block_q8_0* row, int offset, int64_t tile,
+                        uint8_t* tq, float* d, int32_t* c) {
   __m512 v[16];
 #pragma GCC unroll 16
   for (int b = 0; b < 16; ++b)
@@ -86,8 +86,8 @@ inline void q8_0_blocks(const float* x, int n, quant::block_q8_0* row, int offse
       _mm_storeu_si128(reinterpret_cast<__m128i*>(row[b].qs + 16), p1);
     }
     if (tq) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(tq + 32 * kActTile * b), p0);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(tq + 32 * kActTile * b + 16), p1);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(tq + 32 * tile * b), p0);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(tq + 32 * tile * b + 16), p1);
       // The sum of the stored (saturated) quants, as the fallback's re-lay takes it.
       v[b] = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_cvtepi8_epi32(p0), _mm512_cvtepi8_epi32(p1)));
     }
@@ -99,23 +99,23 @@ inline void q8_0_blocks(const float* x, int n, quant::block_q8_0* row, int offse
   _mm512_store_si512(cs, _mm512_mullo_epi32(_mm512_castps_si512(reduce16(v, add_epi32)),
                                             _mm512_set1_epi32(-offset)));
   for (int b = 0; b < n; ++b) {
-    d[kActTile * b] = df[b];
-    c[kActTile * b] = cs[b];
+    d[tile * b] = df[b];
+    c[tile * b] = cs[b];
   }
 }
 
-void q8_0_avx512(const float* x, int64_t nb, quant::block_q8_0* row, int offset, uint8_t* tq,
-                 float* d, int32_t* c) {
+void q8_0_avx512(const float* x, int64_t nb, quant::block_q8_0* row, int offset, int64_t tile,
+                 uint8_t* tq, float* d, int32_t* c) {
   for (int64_t b = 0; b < nb; b += 16) {
     const int n = int(std::min<int64_t>(16, nb - b));
     quant::block_q8_0* r = row ? row + b : nullptr;
-    uint8_t* q = tq ? tq + 32 * kActTile * b : nullptr;
-    float* db = tq ? d + kActTile * b : nullptr;
-    int32_t* cb = tq ? c + kActTile * b : nullptr;
+    uint8_t* q = tq ? tq + 32 * tile * b : nullptr;
+    float* db = tq ? d + tile * b : nullptr;
+    int32_t* cb = tq ? c + tile * b : nullptr;
     if (n == 16)
-      q8_0_blocks<true>(x + 32 * b, 16, r, offset, q, db, cb);
+      q8_0_blocks<true>(x + 32 * b, 16, r, offset, tile, q, db, cb);
     else
-      q8_0_blocks<false>(x + 32 * b, n, r, offset, q, db, cb);
+      q8_0_blocks<false>(x + 32 * b, n, r, offset, tile, q, db, cb);
   }
 }
 

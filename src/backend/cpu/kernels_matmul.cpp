@@ -137,6 +137,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   const int64_t cols = w0.cols, nb = cols / packed_block_cols(w0.type);
   const size_t xs = row_size(at, cols);
   uint8_t* xq = thread_scratch(ScratchSlot::MatmulActivations, xs * size_t(nt));
+  const int64_t tile = act_tile(nt);
   const size_t n_act = sums ? size_t(act_tokens_padded(nt) * nb) : 0;
   uint8_t* tq = sums ? thread_scratch(ScratchSlot::MatmulActTiles, 32 * n_act) : nullptr;
   float* xd = sums ? thread_scratch_array<float>(ScratchSlot::MatmulActScales, n_act) : nullptr;
@@ -151,7 +152,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   auto quantize = [&](int64_t t, int) {
     uint8_t* row = xq + size_t(t) * xs;
     if (sums) {
-      packed_act_quantize(w0.type, x + t * cols, nb, t, reinterpret_cast<quant::block_q8_0*>(row),
+      packed_act_quantize(w0.type, x + t * cols, nb, t, tile, reinterpret_cast<quant::block_q8_0*>(row),
                           tails, tq, xd, xc);
     } else {
       quantize_act(at, x + t * cols, row, cols);
@@ -160,7 +161,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   };
   // The _0 types: one work item per activation tile (its tokens share cache lines of tq, d and
   // c); the K-quants' rows are independent, one token an item.
-  const int64_t item_tokens = sums ? kActTile : 1;
+  const int64_t item_tokens = sums ? tile : 1;
   auto quantize_item = [&](int64_t i, int) {
     for (int64_t t = i * item_tokens; t < std::min(nt, (i + 1) * item_tokens); ++t) quantize(t, 0);
   };
@@ -192,8 +193,8 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     const int64_t ldy = job.w.rows, g0 = it.g0, ng = it.ng;
     const int64_t t0 = it.t0, ntb = std::min(kTokenBlock, nt - t0);
     // t0 starts a tile (kTokenBlock is a multiple of kActTile).
-    const size_t a0 = act_index(t0, 0, nb);
-    const PackedAct xa = sums ? PackedAct{nullptr, 0, nullptr, tq + 32 * a0, xd + a0, xc + a0}
+    const size_t a0 = act_index(t0, 0, nb, tile);
+    const PackedAct xa = sums ? PackedAct{nullptr, 0, nullptr, tq + 32 * a0, xd + a0, xc + a0, tile}
                               : PackedAct{xq + size_t(t0) * xs, xs, ks + t0 * nb};
     float* yc = job.y + t0 * ldy + g0 * kPackRows;
     const size_t gb = packed_group_bytes(job.w.type, cols);

@@ -162,11 +162,11 @@ inline __m256i q4_decode_dot(const uint8_t* q, int h, int32_t c, const uint8_t* 
 // Zen 4 decoded faster without it, qwen2.5-0.5b tg64 (ISA=avx2) one thread Q8_0 25.3 -> 32.1
 // t/s, Q4_0 36.9 -> 48.2, Q4_K_M 26.9 -> 32.8, two threads Q4_0 68.5 -> 79.2 (on Sapphire
 // Rapids, with the old layout, it had saved 3 % of a Q5_0-heavy AVX-VNNI step).
-template <class P, int T>
+template <class P, int T, int TS = kActTile>
 inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h, const PackedAct& x,
                       int64_t t0, float* y, int64_t ldy) {
-  static_assert(kActTile % T == 0);  // t0 is a multiple of T: the T tokens share a tile
-  const size_t a0 = act_index(t0, 0, nb);
+  static_assert(TS % T == 0);  // t0 is a multiple of T: the T tokens share a tile of TS
+  const size_t a0 = act_index(t0, 0, nb, TS);
   const float* xd = x.d + a0;
   const int32_t* xc = x.c + a0;
   __m256 acc[T];
@@ -175,10 +175,10 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
     const uint8_t* q = P::quants(grp, pan, b);
     const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b);
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 16 * h)));
-    const uint8_t* xb = x.tq + 32 * (a0 + kActTile * b);
+    const uint8_t* xb = x.tq + 32 * (a0 + TS * b);
 #if MINFER_PACKED_VNNI  // AVX2's maddubs would saturate on 16 x the nibbles
     if constexpr (T == 1 && P::kType == GgmlType::Q4_0) {
-      const size_t i = kActTile * b;
+      const size_t i = TS * b;
       acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q4_decode_dot(q, h, xc[i], xb)),
                                _mm256_mul_ps(dw, _mm256_set1_ps(xd[i])), acc[0]);
       continue;
@@ -187,7 +187,7 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
     __m256i w[8];
     P::load(q, h, w);
     for (int t = 0; t < T; ++t) {
-      const size_t i = kActTile * b + t;
+      const size_t i = TS * b + t;
       const __m256i s = dot_block<P>(P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(xc[i]), w, xb + 32 * t);
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xd[i])), acc[t]);
     }
@@ -233,6 +233,8 @@ void gemm_256(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const P
       return;
     }
   each_half_tile<4>(wp, n_groups, gb, nt, y, [&](auto w, const uint8_t* grp, int h, int64_t t0, float* yg) {
+    if constexpr (decltype(w)::value == 1)
+      if (x.tile == 1) return avx2_tile<P, 1, 1>(grp, nullptr, nb, h, x, t0, yg, ldy);
     avx2_tile<P, decltype(w)::value>(grp, nullptr, nb, h, x, t0, yg, ldy);
   });
 }

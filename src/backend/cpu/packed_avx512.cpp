@@ -96,16 +96,17 @@ struct Decoded {
   }
 };
 
-// T tokens (from t0) x one group grp: quants P::quants(grp, pan, b), scales in grp. Chunks
+// T tokens (from t0, in activation tiles of TS) x one group grp: quants P::quants(grp, pan, b),
+// scales in grp. Chunks
 // outer, tokens inner: the T integer sums are T independent chains, so each vpdpbusd waits on
 // one issued T instructions earlier, not on the one before it (token-outer, as two chains of 4
 // a token, with the activations in token-major rows: one core, Q8_0 3072 x 1024 x 128, 328 GOP/s;
 // this order on the activation tiles: 473).
-template <class P, int T>
+template <class P, int T, int TS = kActTile>
 inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const PackedAct& x,
                       int64_t t0, float* y, int64_t ldy) {
-  static_assert(kActTile % T == 0);  // t0 is a multiple of T: the T tokens share a tile
-  const size_t a0 = act_index(t0, 0, nb);
+  static_assert(TS % T == 0);  // t0 is a multiple of T: the T tokens share a tile
+  const size_t a0 = act_index(t0, 0, nb, TS);
   const uint8_t* xq = x.tq + 32 * a0;
   const float* xd = x.d + a0;
   const int32_t* xc = x.c + a0;
@@ -120,10 +121,10 @@ inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const 
         for (size_t l = 0; l < packed_pair_bytes(P::kGroupBytes); l += 64)
           _mm_prefetch((const char*)(sc + packed_prefetch(P::kType) + l), _MM_HINT_T2);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)sc));
-    const uint8_t* xb = xq + 32 * kActTile * b;
+    const uint8_t* xb = xq + 32 * TS * b;
     __m512i s[T];
 #pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) s[t] = _mm512_set1_epi32(xc[kActTile * b + t]);
+    for (int t = 0; t < T; ++t) s[t] = _mm512_set1_epi32(xc[TS * b + t]);
     if constexpr (T == 1 && std::is_same_v<P, PQ4>) {  // packed nibbles (Decoded<PQ4> has them split)
       // Decode: the high nibbles in place into a second sum (dpbusd_nibbles).
       __m512i hi = _mm512_setzero_si512();
@@ -142,7 +143,7 @@ inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const 
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t)
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]),
-                               _mm512_mul_ps(dw, _mm512_set1_ps(xd[kActTile * b + t])), acc[t]);
+                               _mm512_mul_ps(dw, _mm512_set1_ps(xd[TS * b + t])), acc[t]);
   }
 #pragma GCC unroll 16
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + (t0 + t) * ldy, acc[t]);
@@ -161,7 +162,8 @@ inline void vnni_group(const uint8_t* grp, const uint8_t* pan, int64_t nb, const
     vnni_tile<P, 8>(grp, pan, nb, x, t0, y, ldy);
   }
   for (; t0 + 4 <= nt; t0 += 4) vnni_tile<P, 4>(grp, pan, nb, x, t0, y, ldy);
-  for (; t0 < nt; ++t0) vnni_tile<P, 1>(grp, pan, nb, x, t0, y, ldy);
+  for (; t0 < nt; ++t0)
+    x.tile == 1 ? vnni_tile<P, 1, 1>(grp, pan, nb, x, t0, y, ldy) : vnni_tile<P, 1>(grp, pan, nb, x, t0, y, ldy);
 }
 
 // From this many tokens Q4_0's and Q5_0's blocks are decoded once per group (Decoded), not once
@@ -220,7 +222,7 @@ inline void amx_epilogue(const int32_t* sums, const uint8_t* const* grp, size_t 
     dw[j] = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(grp[j] + packed_scales_at(qb, b))));
   for (int i = 0; i < NT; ++i)
     for (int m = 0; m < 16; ++m) {
-      const __m512 dx = _mm512_set1_ps(xd[act_index(16 * i, b, nb) + m]);
+      const __m512 dx = _mm512_set1_ps(xd[act_index(16 * i, b, nb, kActTile) + m]);  // (from 16 tokens)
       for (int j = 0; j < NG; ++j) {
         float* a = acc + (16 * i + m) * 32 + 16 * j;
         const __m512 p = _mm512_cvtepi32_ps(_mm512_load_si512(sums + 256 * (2 * i + j) + 16 * m));
@@ -237,7 +239,7 @@ __attribute__((target("amx-tile,amx-int8"))) inline void amx_block(
     int64_t t0, float* y, int64_t ldy, int32_t* sums, float* acc) {
   for (int r = 0; r < 16 * NT; ++r)
     for (int j = 0; j < NG; ++j) _mm512_store_ps(acc + 32 * r + 16 * j, _mm512_setzero_ps());
-  const size_t a0 = act_index(t0, 0, nb);
+  const size_t a0 = act_index(t0, 0, nb, kActTile);  // AMX runs from 16 tokens: tiles of 16
   const uint8_t* xa = x.tq + 32 * a0;  // block b of token tile i at xa + 512 (nb i + b)
   const float* xd = x.d + a0;
   for (int64_t b = 0; b < nb; ++b) {

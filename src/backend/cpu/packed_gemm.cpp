@@ -11,16 +11,17 @@
 namespace minfer::cpu {
 namespace {
 
-void sums_scalar(int offset, const uint8_t* row, int64_t nb, uint8_t* tq, float* d, int32_t* c) {
+void sums_scalar(int offset, const uint8_t* row, int64_t nb, int64_t tile, uint8_t* tq, float* d,
+                 int32_t* c) {
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = row + 34 * b;
     uint16_t h;
     std::memcpy(&h, blk, 2);
-    d[kActTile * b] = fp16_to_fp32(h);
+    d[tile * b] = fp16_to_fp32(h);
     int32_t s = 0;
     for (int j = 0; j < 32; ++j) s += int8_t(blk[2 + j]);
-    c[kActTile * b] = -offset * s;
-    std::memcpy(tq + 32 * kActTile * b, blk + 2, 32);
+    c[tile * b] = -offset * s;
+    std::memcpy(tq + 32 * tile * b, blk + 2, 32);
   }
 }
 
@@ -115,14 +116,14 @@ GgmlType packed_act_type(GgmlType wtype) {
   return packed_kquant(wtype) ? GgmlType::Q8_K : GgmlType::Q8_0;
 }
 
-void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t,
+void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, int64_t tile,
                          quant::block_q8_0* row, bool keep_row, uint8_t* tq, float* d, int32_t* c) {
-  const size_t i = act_index(t, 0, nb);
+  const size_t i = act_index(t, 0, nb, tile);
   if (active_isa() >= Isa::Avx512)
     if (const Q8TilesFn f = quantize_q8_0_avx512())
-      return f(x, nb, keep_row ? row : nullptr, packed_offset(wtype), tq + 32 * i, d + i, c + i);
+      return f(x, nb, keep_row ? row : nullptr, packed_offset(wtype), tile, tq + 32 * i, d + i, c + i);
   quantize_act_q8_0(x, row, nb * 32);
-  sums_scalar(packed_offset(wtype), reinterpret_cast<const uint8_t*>(row), nb, tq + 32 * i, d + i, c + i);
+  sums_scalar(packed_offset(wtype), reinterpret_cast<const uint8_t*>(row), nb, tile, tq + 32 * i, d + i, c + i);
 }
 
 void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64_t nb,
@@ -139,7 +140,7 @@ void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int
         float acc = 0.0f;
         for (int64_t b = 0; b < nb; ++b) {
           const uint8_t* q = grp + packed_quants_at(qb, b);
-          const size_t i = act_index(t, b, nb);
+          const size_t i = act_index(t, b, nb, x.tile);
           const int8_t* xq = reinterpret_cast<const int8_t*>(x.tq + 32 * i);
           int32_t s = x.c[i];
           for (int k = 0; k < 32; ++k) s += quant(wtype, q, r, k) * xq[k];

@@ -33,17 +33,25 @@ struct Q8KSums {
 };
 void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out);  // a Q8_K row's nsb blocks
 
-// The _0 types read Q8_0 blocks re-laid block-major in tiles of kActTile tokens: the quants of
-// token t's block b at tq + 32 * act_index(t, b, nb), its scale (float) and offset correction
-// (-offset * sum of its quants) at d and c[act_index(t, b, nb)]. A tile's tokens sit side by
-// side per block, so a kernel reaches all of them from one pointer with constant offsets (token-
-// major rows cost the AVX-512 kernel a pointer register per token, and spills), and an AMX tile
-// of 16 tokens x 32 quants is 512 contiguous bytes.
+// The _0 types read Q8_0 blocks re-laid block-major in tiles of `tile` tokens: the quants of
+// token t's block b at tq + 32 * act_index(t, b, nb, tile), its scale (float) and offset
+// correction (-offset * sum of its quants) at d and c[act_index(t, b, nb, tile)]. A tile's tokens
+// sit side by side per block, so a kernel reaches all of them from one pointer with constant
+// offsets (token-major rows cost the AVX-512 kernel a pointer register per token, and spills),
+// and an AMX tile of 16 tokens x 32 quants is 512 contiguous bytes.
+// A call of one token (a decode step) is one tile of 1 (act_tile): its blocks 32 bytes apart,
+// not 512. At 512 a long row's blocks fell into an eighth of L1's sets and were evicted by the
+// weights streaming past between two groups: qwen2.5-0.5b's ffn_down (4864 columns, Q4_0)
+// streamed 16.8 GB/s on one core of AMD Zen 4 against 31 for its 896-column gate and up.
 constexpr int64_t kActTile = 16;
-inline size_t act_index(int64_t t, int64_t b, int64_t nb) {
-  return size_t(((t / kActTile) * nb + b) * kActTile + t % kActTile);
+inline int64_t act_tile(int64_t nt) { return nt == 1 ? 1 : kActTile; }
+inline size_t act_index(int64_t t, int64_t b, int64_t nb, int64_t tile) {
+  return size_t(((t / tile) * nb + b) * tile + t % tile);
 }
-inline int64_t act_tokens_padded(int64_t nt) { return (nt + kActTile - 1) / kActTile * kActTile; }
+inline int64_t act_tokens_padded(int64_t nt) {
+  const int64_t tile = act_tile(nt);
+  return (nt + tile - 1) / tile * tile;
+}
 
 struct PackedAct {
   // K-quants: row t at q + t * stride; ks[t * nb + b] (q8k_sums of the rows), computed once per
@@ -52,10 +60,11 @@ struct PackedAct {
   const uint8_t* q = nullptr;
   size_t stride = 0;
   const Q8KSums* ks = nullptr;
-  // _0 types: the tiles (token 0 starts a tile).
+  // _0 types: the tiles (token 0 starts a tile) of `tile` tokens (act_tile of the call's).
   const uint8_t* tq = nullptr;
   const float* d = nullptr;
   const int32_t* c = nullptr;
+  int64_t tile = kActTile;
 };
 
 GgmlType packed_act_type(GgmlType wtype);
@@ -82,9 +91,9 @@ constexpr int packed_prefetch(GgmlType t) { return t == GgmlType::Q5_0 ? 8192 : 
 constexpr int kq_prefetch(GgmlType t) { return t == GgmlType::Q6_K ? 4096 : kPackedPrefetch; }
 
 // Token t's activations (nb blocks of 32) quantized to Q8_0 (quantize_act_q8_0) into the tiles
-// of PackedAct, for weights of `wtype`. The Q8_0 row is left in `row` when keep_row (the GGUF-
+// (of `tile` tokens) of PackedAct, for weights of `wtype`. The Q8_0 row is left in `row` when keep_row (the GGUF-
 // layout kernels read rows); otherwise `row` is scratch that the AVX-512 path does not touch.
-void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t,
+void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, int64_t tile,
                          quant::block_q8_0* row, bool keep_row, uint8_t* tq, float* d, int32_t* c);
 
 // y[t * ldy + 16 g + i] = row 16 g + i of the packed weight (groups from wp, group_bytes apart)
