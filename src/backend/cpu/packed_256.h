@@ -157,16 +157,13 @@ inline __m256i q4_decode_dot(const uint8_t* q, int h, int32_t c, const uint8_t* 
 }
 #endif
 
-// T tokens (from t0) x half h of one group grp: quants P::quants(grp, pan, b), scales in grp.
-// No software prefetch (unlike the AVX-512 decode): with the scales in the quants' stream, AMD
-// Zen 4 decoded faster without it, qwen2.5-0.5b tg64 (ISA=avx2) one thread Q8_0 25.3 -> 32.1
-// t/s, Q4_0 36.9 -> 48.2, Q4_K_M 26.9 -> 32.8, two threads Q4_0 68.5 -> 79.2 (on Sapphire
-// Rapids, with the old layout, it had saved 3 % of a Q5_0-heavy AVX-VNNI step).
-template <class P, int T, int TS = kActTile>
+// T tokens (from t0, in tiles of kActTile) x half h of one group grp: quants P::quants(grp, pan,
+// b), scales in grp.
+template <class P, int T>
 inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h, const PackedAct& x,
                       int64_t t0, float* y, int64_t ldy) {
-  static_assert(TS % T == 0);  // t0 is a multiple of T: the T tokens share a tile of TS
-  const size_t a0 = act_index(t0, 0, nb, TS);
+  static_assert(kActTile % T == 0);  // t0 is a multiple of T: the T tokens share a tile
+  const size_t a0 = act_index(t0, 0, nb, kActTile);
   const float* xd = x.d + a0;
   const int32_t* xc = x.c + a0;
   __m256 acc[T];
@@ -175,24 +172,50 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
     const uint8_t* q = P::quants(grp, pan, b);
     const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b);
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 16 * h)));
-    const uint8_t* xb = x.tq + 32 * (a0 + TS * b);
-#if MINFER_PACKED_VNNI  // AVX2's maddubs would saturate on 16 x the nibbles
-    if constexpr (T == 1 && P::kType == GgmlType::Q4_0) {
-      const size_t i = TS * b;
-      acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q4_decode_dot(q, h, xc[i], xb)),
-                               _mm256_mul_ps(dw, _mm256_set1_ps(xd[i])), acc[0]);
-      continue;
-    }
-#endif
+    const uint8_t* xb = x.tq + 32 * (a0 + kActTile * b);
     __m256i w[8];
     P::load(q, h, w);
     for (int t = 0; t < T; ++t) {
-      const size_t i = TS * b + t;
+      const size_t i = kActTile * b + t;
       const __m256i s = dot_block<P>(P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(xc[i]), w, xb + 32 * t);
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xd[i])), acc[t]);
     }
   }
   for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (t0 + t) * ldy + 8 * h, acc[t]);
+}
+
+// One token (a decode step: activations in a tile of 1) x one group, block by block with both
+// halves (rows 0-7, 8-15) of a block before the next, so the group is read in one pass (a half
+// at a time read each line twice), with avx2_tile's sums and float steps. No software prefetch
+// (unlike the AVX-512 decode): with the scales in the quants' stream, AMD Zen 4 decoded faster
+// without it, qwen2.5-0.5b tg64 (ISA=avx2) one thread Q8_0 25.3 -> 32.1 t/s, Q4_0 36.9 -> 48.2,
+// Q4_K_M 26.9 -> 32.8, two threads Q4_0 68.5 -> 79.2 (on Sapphire Rapids, with the old layout,
+// it had saved 3 % of a Q5_0-heavy AVX-VNNI step).
+template <class P>
+inline void avx2_gemv(const uint8_t* grp, int64_t nb, const PackedAct& x, float* y) {
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* q = P::quants(grp, nullptr, b);
+    const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b);
+    const uint8_t* xb = x.tq + 32 * b;
+    for (int h = 0; h < 2; ++h) {
+      const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 16 * h)));
+      __m256i s;
+#if MINFER_PACKED_VNNI  // AVX2's maddubs would saturate on 16 x the nibbles
+      if constexpr (P::kType == GgmlType::Q4_0) {
+        s = q4_decode_dot(q, h, x.c[b], xb);
+      } else
+#endif
+      {
+        __m256i w[8];
+        P::load(q, h, w);
+        s = dot_block<P>(P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(x.c[b]), w, xb);
+      }
+      acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(x.d[b])), acc[h]);
+    }
+  }
+  _mm256_storeu_ps(y, acc[0]);
+  _mm256_storeu_ps(y + 8, acc[1]);
 }
 
 // Every group of the call, both halves, its tokens in tiles of W then singly: f(Width<w>, group,
@@ -220,6 +243,10 @@ template <class P>
 void gemm_256(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const PackedAct& x,
               int64_t nt, float* y, int64_t ldy) {
   const size_t gb = packed_group_bytes(P::kType, nb * 32);
+  if (nt == 1) {
+    for (int64_t g = 0; g < n_groups; ++g) avx2_gemv<P>(wp + size_t(g) * gb, nb, x, y + 16 * g);
+    return;
+  }
   if constexpr (P::kDecode)
     if (nt >= kDecodeOnceTokens) {
       uint8_t* pan = thread_scratch(ScratchSlot::PackedPanel, size_t(nb) * 512);
@@ -233,8 +260,6 @@ void gemm_256(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const P
       return;
     }
   each_half_tile<4>(wp, n_groups, gb, nt, y, [&](auto w, const uint8_t* grp, int h, int64_t t0, float* yg) {
-    if constexpr (decltype(w)::value == 1)
-      if (x.tile == 1) return avx2_tile<P, 1, 1>(grp, nullptr, nb, h, x, t0, yg, ldy);
     avx2_tile<P, decltype(w)::value>(grp, nullptr, nb, h, x, t0, yg, ldy);
   });
 }
