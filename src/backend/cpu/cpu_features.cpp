@@ -108,6 +108,18 @@ Isa detected_isa() {
 
 bool isa_supported(Isa isa) { return (supported_mask() >> int(isa)) & 1u; }
 
+bool decode_prefetch() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool amd = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd") != 0;
+  }();
+  return !amd;
+#else
+  return false;
+#endif
+}
+
 std::vector<Isa> supported_isas() {
   std::vector<Isa> v;
   for (int i = 0; i < kIsaCount; ++i)

@@ -44,4 +44,10 @@ void force_isa(Isa isa);
 // Back to the default (detected_isa(), capped by MINFER_ISA).
 void reset_isa();
 
+// Whether the AVX-512 decode kernels fetch their weight stream ahead with software prefetch
+// (packed_gemm.h's distances). On Intel they beat the hardware prefetchers alone (measured on
+// Sapphire Rapids); on AMD Zen 4 the hardware prefetchers alone streamed every packed type as
+// fast or faster (Q6_K and Q5_K 20-30 % faster on one core): false on AMD CPUs.
+bool decode_prefetch();
+
 }  // namespace minfer::cpu

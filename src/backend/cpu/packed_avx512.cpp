@@ -104,7 +104,7 @@ struct Decoded {
 // this order on the activation tiles: 473).
 template <class P, int T, int TS = kActTile>
 inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const PackedAct& x,
-                      int64_t t0, float* y, int64_t ldy) {
+                      int64_t t0, float* y, int64_t ldy, bool prefetch = false) {
   static_assert(TS % T == 0);  // t0 is a multiple of T: the T tokens share a tile
   const size_t a0 = act_index(t0, 0, nb, TS);
   const uint8_t* xq = x.tq + 32 * a0;
@@ -117,7 +117,7 @@ inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const 
     const uint8_t* q = P::quants(grp, pan, b);
     const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b);  // an even b's: its pair's start
     if constexpr (T == 1)  // decode: each pair of blocks fetches the group's stream that far ahead
-      if (b % 2 == 0 && !pan)
+      if (prefetch && b % 2 == 0 && !pan)
         for (size_t l = 0; l < packed_pair_bytes(P::kGroupBytes); l += 64)
           _mm_prefetch((const char*)(sc + packed_prefetch(P::kType) + l), _MM_HINT_T2);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)sc));
@@ -163,7 +163,8 @@ inline void vnni_group(const uint8_t* grp, const uint8_t* pan, int64_t nb, const
   }
   for (; t0 + 4 <= nt; t0 += 4) vnni_tile<P, 4>(grp, pan, nb, x, t0, y, ldy);
   for (; t0 < nt; ++t0)
-    x.tile == 1 ? vnni_tile<P, 1, 1>(grp, pan, nb, x, t0, y, ldy) : vnni_tile<P, 1>(grp, pan, nb, x, t0, y, ldy);
+    x.tile == 1 ? vnni_tile<P, 1, 1>(grp, pan, nb, x, t0, y, ldy, decode_prefetch())
+                : vnni_tile<P, 1>(grp, pan, nb, x, t0, y, ldy, decode_prefetch());
 }
 
 // From this many tokens Q4_0's and Q5_0's blocks are decoded once per group (Decoded), not once

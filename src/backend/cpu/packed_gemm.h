@@ -69,8 +69,9 @@ struct PackedAct {
 
 GgmlType packed_act_type(GgmlType wtype);
 
-// Decode streams each group front to back: the AVX-512 kernels fetch this far ahead, into the
-// outer cache levels, every line; the 256-bit ones do not (see avx2_tile). Measured on Sapphire
+// Decode streams each group front to back: where decode_prefetch() (cpu_features.h; not on AMD)
+// the AVX-512 kernels fetch this far ahead, into the outer cache levels, every line; the 256-bit
+// ones never do (see avx2_gemv, ak_gemv). Measured on Sapphire
 // Rapids at 2 threads, qwen2.5-0.5b Q8_0 tg64, one line per block: 2048 B into L1 38.0 t/s,
 // 4096 39.2, 8192 into L3 40.5, 16384 39.6; then every line instead of one: a 524288 x 896 GEMV
 // 10-25 % faster, Q4_0 and Q5_0 most; 4096 and hints T0/T1/NTA re-measured on 2 MiB pages: no
@@ -84,15 +85,17 @@ constexpr int kPackedPrefetch = 2048;  // Q8_0, Q4_0, Q4_K, Q5_K (see packed_pre
 // 0.64, q/k/v 0.57 -> 0.51 (4096: halfway; 12288 and 16384: as 8192). Q4_0's and Q8_0's steps
 // measured no faster at 4096 or 8192.
 constexpr int packed_prefetch(GgmlType t) { return t == GgmlType::Q5_0 ? 8192 : kPackedPrefetch; }
-// The AVX-512 K-quant decode's distance: Q6_K's super-block (3392 B) is longer than 2 KiB, and on
-// AMD Zen 4 its stream wants fetching a super-block on: qwen3-0.6b Q4_K_M, one thread, its Q6_K
-// output matrix 7.43 -> 5.51-5.65 ms a step at 4096 B (8192, 16384: 5.8-6.0), ffn_down 3.10 ->
-// 2.93; Q4_K measured slower further ahead (gate + up 3.43-3.50 -> 4.4-4.8 ms at 4096-16384).
+// The AVX-512 K-quant decode's distance: Q6_K's super-block (3392 B) is longer than 2 KiB, and its
+// stream wanted fetching a super-block on when AMD Zen 4 still prefetched: qwen3-0.6b Q4_K_M, one
+// thread, its Q6_K output matrix 7.43 -> 5.51-5.65 ms a step at 4096 B (8192, 16384: 5.8-6.0);
+// Q4_K measured slower further ahead. With no software prefetch at all Zen 4 was faster still
+// (decode_prefetch); the distances are Intel's now, where Q6_K at 4096 is not re-measured.
 constexpr int kq_prefetch(GgmlType t) { return t == GgmlType::Q6_K ? 4096 : kPackedPrefetch; }
 
 // Token t's activations (nb blocks of 32) quantized to Q8_0 (quantize_act_q8_0) into the tiles
-// (of `tile` tokens) of PackedAct, for weights of `wtype`. The Q8_0 row is left in `row` when keep_row (the GGUF-
-// layout kernels read rows); otherwise `row` is scratch that the AVX-512 path does not touch.
+// (of `tile` tokens) of PackedAct, for weights of `wtype`. The Q8_0 row is left in `row` when
+// keep_row (the GGUF-layout kernels read rows); otherwise `row` is scratch that the AVX-512 path
+// does not touch.
 void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, int64_t tile,
                          quant::block_q8_0* row, bool keep_row, uint8_t* tq, float* d, int32_t* c);
 

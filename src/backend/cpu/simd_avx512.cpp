@@ -739,12 +739,14 @@ inline void kp_chunk(const uint8_t* o, int j, int c, __m512i* lo, __m512i* hi) {
 
 // One token (Q8_K row x, its blocks' sums ks) times one group of nsb super-blocks: y[0..15].
 template <GgmlType T>
-inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8KSums* ks, float* y) {
+inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8KSums* ks, float* y,
+                    bool prefetch) {
   using P = KPacked<T>;
   __m512 acc = _mm512_setzero_ps();
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* o = grp + size_t(b) * P::kBlock;
-    for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kq_prefetch(T) + l), _MM_HINT_T2);
+    if (prefetch)
+      for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kq_prefetch(T) + l), _MM_HINT_T2);
     const uint8_t* xb = x + b * kQ8KBytes;
     const uint8_t* xq = xb + 4;
     const uint8_t* par = o + P::kPar;
@@ -852,9 +854,10 @@ void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
   const uint8_t* x = xa.q;
   const size_t xs = xa.stride;
   if (nt < kGemmMinTokens) {
+    const bool prefetch = decode_prefetch();
     for (int64_t g = 0; g < n_groups; ++g)
       for (int64_t t = 0; t < nt; ++t)
-        kp_gemv<T>(wp + size_t(g) * gb, nsb, x + size_t(t) * xs, xa.ks + t * nsb, y + t * ldy + 16 * g);
+        kp_gemv<T>(wp + size_t(g) * gb, nsb, x + size_t(t) * xs, xa.ks + t * nsb, y + t * ldy + 16 * g, prefetch);
     return;
   }
   const Q8KSums* prep = xa.ks;
