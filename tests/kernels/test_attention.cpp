@@ -49,13 +49,15 @@ std::vector<float> rounded_query(GgmlType kt, const float* q, int64_t n) {
   return out;
 }
 
+// Queries at positions pos against a cache of n_fill rows (of n_ctx), checked against a plain
+// double-precision softmax attention.
 void check_attention(GgmlType kt, GgmlType vt, int64_t n_head, int64_t n_head_kv, int64_t hd,
-                     int64_t hdv) {
+                     int64_t hdv, const std::vector<int32_t>& pos = {0, 5, 10, 11}, int64_t n_fill = 12,
+                     int64_t n_ctx = 20) {
   SCOPED_TRACE(testing::Message() << "K " << type_name(kt) << " V " << type_name(vt) << " heads "
                                   << n_head << "/" << n_head_kv << " isa "
-                                  << isa_name(active_isa()));
+                                  << isa_name(active_isa()) << " tokens " << pos.size());
   std::mt19937 rng(11);
-  const int64_t n_ctx = 20, n_fill = 12;
   Region k(kt, n_head_kv * hd, n_ctx, n_head_kv), v(vt, n_head_kv * hdv, n_ctx, n_head_kv);
   std::vector<int32_t> fill_pos(n_fill);
   for (int64_t i = 0; i < n_fill; ++i) fill_pos[i] = int32_t(i);
@@ -64,7 +66,6 @@ void check_attention(GgmlType kt, GgmlType vt, int64_t n_head, int64_t n_head_kv
   kv_store(k.r, ksrc.data(), fill_pos.data(), n_fill);
   kv_store(v.r, vsrc.data(), fill_pos.data(), n_fill);
 
-  const std::vector<int32_t> pos = {0, 5, 10, 11};
   const int64_t nt = int64_t(pos.size());
   auto q = test::random_floats(size_t(nt * n_head * hd), rng, 0.5f);
   AttnParams p{n_head, n_head_kv, hd, hdv, 1.0f / std::sqrt(float(hd))};
@@ -110,6 +111,25 @@ TEST_F(AttentionTest, MatchesNaiveReferenceForEveryCacheType) {
     check_attention(GgmlType::F16, GgmlType::F16, 14, 2, 64, 64);  // qwen2.5's 7 heads per group
     check_attention(GgmlType::F32, GgmlType::F32, 3, 3, 16, 40);   // row tails off the SIMD width
   }
+}
+
+// A prompt's tokens are split into blocks of 64, 32 or 16 per KV head (by how many work items
+// the threads get): prompts of several blocks, on one and two threads, give the reference.
+TEST_F(AttentionTest, LongPromptsMatchTheReferenceOnAnyThreadCount) {
+  for (int threads : {1, 2}) {
+    set_threads(threads);
+    for (Isa isa : supported_isas()) {
+      force_isa(isa);
+      for (int64_t nt : {40, 100}) {
+        std::vector<int32_t> pos(static_cast<size_t>(nt));
+        for (int64_t i = 0; i < nt; ++i) pos[size_t(i)] = int32_t(i);
+        check_attention(GgmlType::F16, GgmlType::F16, 4, 2, 64, 64, pos, nt, nt);
+        check_attention(GgmlType::F16, GgmlType::F16, 7, 1, 32, 32, pos, nt, nt);  // one KV head
+        check_attention(GgmlType::F32, GgmlType::F32, 8, 8, 16, 16, pos, nt, nt);
+      }
+    }
+  }
+  set_threads(0);
 }
 
 TEST_F(AttentionTest, RejectsBadShapes) {
