@@ -73,13 +73,15 @@ void check_attention(GgmlType kt, GgmlType vt, int64_t n_head, int64_t n_head_kv
   attention(q.data(), pos.data(), nt, k.r, v.r, p, out.data());
 
   const int64_t group = n_head / n_head_kv;
+  std::vector<std::vector<float>> krows, vrows;  // the cache rows as the kernels see them
+  for (int64_t j = 0; j < n_fill; ++j) krows.push_back(k.row(j)), vrows.push_back(v.row(j));
   for (int64_t t = 0; t < nt; ++t)
     for (int64_t h = 0; h < n_head; ++h) {
       const int64_t hk = h / group;
       const auto qr = rounded_query(kt, q.data() + (t * n_head + h) * hd, hd);
       std::vector<double> s;
       for (int64_t j = 0; j <= pos[t]; ++j) {
-        const auto kr = k.row(j);
+        const auto& kr = krows[size_t(j)];
         double d = 0;
         for (int64_t i = 0; i < hd; ++i) d += double(qr[i]) * kr[hk * hd + i];
         s.push_back(d * p.scale);
@@ -89,7 +91,7 @@ void check_attention(GgmlType kt, GgmlType vt, int64_t n_head, int64_t n_head_kv
       for (double& e : s) sum += (e = std::exp(e - mx));
       for (int64_t i = 0; i < hdv; ++i) {
         double e = 0;
-        for (int64_t j = 0; j <= pos[t]; ++j) e += s[j] / sum * v.row(j)[hk * hdv + i];
+        for (int64_t j = 0; j <= pos[t]; ++j) e += s[j] / sum * vrows[size_t(j)][hk * hdv + i];
         ASSERT_NEAR(out[(t * n_head + h) * hdv + i], e, 2e-5) << "t=" << t << " h=" << h << " i=" << i;
       }
     }
@@ -126,6 +128,7 @@ TEST_F(AttentionTest, LongPromptsMatchTheReferenceOnAnyThreadCount) {
         check_attention(GgmlType::F16, GgmlType::F16, 4, 2, 64, 64, pos, nt, nt);
         check_attention(GgmlType::F16, GgmlType::F16, 7, 1, 32, 32, pos, nt, nt);  // one KV head
         check_attention(GgmlType::F32, GgmlType::F32, 8, 8, 16, 16, pos, nt, nt);
+        check_attention(GgmlType::F16, GgmlType::F16, 16, 8, 128, 128, pos, nt, nt);  // qwen3's shape
       }
     }
   }
