@@ -45,12 +45,12 @@ struct AQ8 : PackedQuants<512> {
   static constexpr bool kSigned = !kVnni;  // vpdpbusd takes w + 128 as stored, as on AVX-512
   static constexpr int kGroup = 1;
   static constexpr bool kDecode = false;
+  static __m256i chunk(const uint8_t* q, int h, int c) {
+    const __m256i w = _mm256_load_si256((const __m256i*)(q + 64 * c + 32 * h));
+    return kSigned ? _mm256_xor_si256(w, _mm256_set1_epi8(char(0x80))) : w;
+  }
   static void load(const uint8_t* q, int h, __m256i* w) {
-    const __m256i k = _mm256_set1_epi8(char(0x80));
-    for (int c = 0; c < 8; ++c) {
-      w[c] = _mm256_load_si256((const __m256i*)(q + 64 * c + 32 * h));
-      if constexpr (kSigned) w[c] = _mm256_xor_si256(w[c], k);
-    }
+    for (int c = 0; c < 8; ++c) w[c] = chunk(q, h, c);
   }
 };
 struct AQ4 : PackedQuants<256> {
@@ -173,6 +173,24 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
     const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b);
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 16 * h)));
     const uint8_t* xb = x.tq + 32 * (a0 + kActTile * b);
+    if constexpr (P::kSigned && T > 1) {
+      // AVX2 Q8_0 (sign form): chunk outer, tokens inner, so that one chunk and its magnitudes
+      // are live at a time (all 8 chunks and their magnitudes took the 16 registers and the
+      // accumulators went to the stack), with the same integer sums, chunk by chunk.
+      const __m256i ones = _mm256_set1_epi16(1);
+      __m256i s[T];
+      for (int t = 0; t < T; ++t) s[t] = _mm256_setzero_si256();
+      for (int c = 0; c < 8; ++c) {
+        const __m256i w = AQ8::chunk(q, h, c), aw = _mm256_abs_epi8(w);
+        for (int t = 0; t < T; ++t) {
+          const __m256i x4 = _mm256_set1_epi32(load_i32(xb + 32 * t + 4 * c));
+          s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(x4, w)), ones));
+        }
+      }
+      for (int t = 0; t < T; ++t)
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(dw, _mm256_set1_ps(xd[kActTile * b + t])), acc[t]);
+      continue;
+    }
     __m256i w[8];
     P::load(q, h, w);
     for (int t = 0; t < T; ++t) {
