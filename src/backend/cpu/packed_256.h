@@ -14,6 +14,7 @@
 // (packed_gemm.h): results are bit-identical to it.
 #pragma once
 #include <immintrin.h>
+#include <type_traits>
 
 #include "backend/cpu/packed_gemm.h"
 #include "backend/cpu/repack.h"
@@ -173,7 +174,7 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
     const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b);
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 16 * h)));
     const uint8_t* xb = x.tq + 32 * (a0 + kActTile * b);
-    if constexpr (P::kSigned && T > 1) {
+    if constexpr (std::is_same_v<P, AQ8> && P::kSigned && T > 1) {
       // AVX2 Q8_0 (sign form): chunk outer, tokens inner, so that one chunk and its magnitudes
       // are live at a time (all 8 chunks and their magnitudes took the 16 registers and the
       // accumulators went to the stack), with the same integer sums, chunk by chunk.
