@@ -357,7 +357,7 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
         const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
         const __m256i w16 = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
         for (int t = 0; t < NT; ++t)
-          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(sum0[t], w16), _mm256_madd_epi16(sum1[t], w16)));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(sum0[t], w16));
       } else {
         const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
         for (int t = 0; t < NT; ++t) {
@@ -394,6 +394,13 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
 #else
           const __m256i q0 = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(xq)));
           const __m256i q1 = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(xq + 16)));
+          if constexpr (kScaledMadd) {
+            // Q4_K: both 16-column halves in one int16 sum (8 maddubs lanes of at most
+            // 2 x 15 x 128: 30720 < 2^15), one madd by the scale a sub-block.
+            const __m256i q01 = _mm256_add_epi16(q0, q1);
+            p0[t] = c == 0 ? q01 : _mm256_add_epi16(p0[t], q01);
+            continue;
+          }
           p0[t] = c % P::kGroup == 0 ? q0 : _mm256_add_epi16(p0[t], q0);
           p1[t] = c % P::kGroup == 0 ? q1 : _mm256_add_epi16(p1[t], q1);
           if (!kScaledMadd && c % P::kGroup == P::kGroup - 1) {
@@ -407,7 +414,6 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
         if constexpr (kScaledMadd) {
           static_assert(P::kGroup == 4, "one madd a sub-block carries the scale");
           sum0[t] = p0[t];
-          sum1[t] = p1[t];
         } else {
           sum0[t] = s0[t];
           sum1[t] = s1[t];
@@ -493,6 +499,11 @@ inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* 
           s1[h] = _mm256_dpbusd_avx_epi32(s1[h], hi, x1);
 #else
           const __m256i q0 = _mm256_maddubs_epi16(lo, x0), q1 = _mm256_maddubs_epi16(hi, x1);
+          if constexpr (kScaledMadd) {  // one int16 sum for both 16-column halves (see ak_tile)
+            const __m256i q01 = _mm256_add_epi16(q0, q1);
+            p0[h] = c == 0 ? q01 : _mm256_add_epi16(p0[h], q01);
+            continue;
+          }
           p0[h] = c % P::kGroup == 0 ? q0 : _mm256_add_epi16(p0[h], q0);
           p1[h] = c % P::kGroup == 0 ? q1 : _mm256_add_epi16(p1[h], q1);
           if (!kScaledMadd && c % P::kGroup == P::kGroup - 1) {
@@ -511,7 +522,7 @@ inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* 
           const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
           if constexpr (kScaledMadd) {
             const __m256i w16 = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
-            isum[h] = _mm256_add_epi32(isum[h], _mm256_add_epi32(_mm256_madd_epi16(p0[h], w16), _mm256_madd_epi16(p1[h], w16)));
+            isum[h] = _mm256_add_epi32(isum[h], _mm256_madd_epi16(p0[h], w16));
           } else {
 #if MINFER_PACKED_VNNI
             if constexpr (T == GgmlType::Q4_K)
