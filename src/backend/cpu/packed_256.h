@@ -337,8 +337,8 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
       ks[t] = x.ks + (t0 + t) * nsb + b;
     }
     // Q4_K on AVX2: the rows' sub-block scales (0..63) as both int16 of each lane, so that the
-    // one madd of a sub-block's int16 pair sums (kGroup 4) applies the scale instead of ones
-    // (exact: the pairs are the integer sums' halves). Q5_K keeps madd by ones and vpmulld:
+    // one madd of a sub-block's int16 pair sums (its 4 chunks, both halves) applies the scale
+    // instead of ones (exact: the pairs are the integer sums' parts). Q5_K keeps madd by ones and vpmulld:
     // the scaled madd measured no faster for it (one core, 3072 x 1024 x 128: 3-6 % slower in
     // one sitting, equal in the next).
     constexpr bool kScaledMadd = T == GgmlType::Q4_K && !MINFER_PACKED_VNNI;
