@@ -131,7 +131,8 @@ void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k
     // 14.0 ms, 32 13.4, 64 12.95); they shrink back to 16 while there would be fewer than 4 items
     // a thread.
     int64_t kTokens = 64;
-    while (kTokens > 16 && (nt + kTokens - 1) / kTokens * p.n_head_kv < 4 * int64_t(threads())) kTokens /= 2;
+    while (kTokens > 16 && (nt + kTokens - 1) / kTokens * p.n_head_kv < 4 * int64_t(threads()))
+      kTokens /= 2;
     const int64_t n_blocks = (nt + kTokens - 1) / kTokens;
     auto block_fn = [&](int64_t item, int) {
       const int64_t b = n_blocks - 1 - item / p.n_head_kv, hk = item % p.n_head_kv;

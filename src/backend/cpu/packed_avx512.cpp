@@ -97,11 +97,11 @@ struct Decoded {
 };
 
 // T tokens (from t0, in activation tiles of TS) x one group grp: quants P::quants(grp, pan, b),
-// scales in grp. Chunks
-// outer, tokens inner: the T integer sums are T independent chains, so each vpdpbusd waits on
-// one issued T instructions earlier, not on the one before it (token-outer, as two chains of 4
-// a token, with the activations in token-major rows: one core, Q8_0 3072 x 1024 x 128, 328 GOP/s;
-// this order on the activation tiles: 473).
+// scales in grp. Chunks outer, tokens inner: the T integer sums are T independent chains, so
+// each vpdpbusd waits on one issued T instructions earlier, not on the one before it
+// (token-outer, as two chains of 4 a token, with the activations in token-major rows: one core,
+// Q8_0 3072 x 1024 x 128, 328 GOP/s; this order on the activation tiles: 473). prefetch: a
+// one-token tile fetches the group's stream ahead (decode_prefetch).
 template <class P, int T, int TS = kActTile>
 inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const PackedAct& x,
                       int64_t t0, float* y, int64_t ldy, bool prefetch = false) {
@@ -162,9 +162,10 @@ inline void vnni_group(const uint8_t* grp, const uint8_t* pan, int64_t nb, const
     vnni_tile<P, 8>(grp, pan, nb, x, t0, y, ldy);
   }
   for (; t0 + 4 <= nt; t0 += 4) vnni_tile<P, 4>(grp, pan, nb, x, t0, y, ldy);
+  const bool prefetch = t0 < nt && decode_prefetch();
   for (; t0 < nt; ++t0)
-    x.tile == 1 ? vnni_tile<P, 1, 1>(grp, pan, nb, x, t0, y, ldy, decode_prefetch())
-                : vnni_tile<P, 1>(grp, pan, nb, x, t0, y, ldy, decode_prefetch());
+    x.tile == 1 ? vnni_tile<P, 1, 1>(grp, pan, nb, x, t0, y, ldy, prefetch)
+                : vnni_tile<P, 1>(grp, pan, nb, x, t0, y, ldy, prefetch);
 }
 
 // From this many tokens Q4_0's and Q5_0's blocks are decoded once per group (Decoded), not once
