@@ -322,12 +322,44 @@ inline void ak_chunk(const uint8_t* o, int j, int c, int h, __m256i* lo, __m256i
   }
 }
 
+// Q4_K on AVX2 applies each sub-block's scale with one madd of int16 sums (see ak_tile).
+template <GgmlType T>
+constexpr bool kAkScaledMadd = T == GgmlType::Q4_K && !kVnni;
+
+// Chunk c of a sub-block (lo: its first 16 columns' part, hi: the second's) times one token's
+// broadcast quants x0, x1, into that token's sums. VNNI: s0 += lo.x0, s1 += hi.x1. AVX2: maddubs
+// results summed in int16 (p0, p1) over kGroup chunks, then widened into s0, s1; Q4_K
+// (kAkScaledMadd): both halves in the one int16 sum p0 over the sub-block's 4 chunks (8 maddubs
+// lanes of at most 2 x 15 x 128: 30720 < 2^15), for the one madd by the scale.
+template <GgmlType T>
+__attribute__((always_inline)) inline void ak_accumulate(__m256i lo, __m256i hi, __m256i x0, __m256i x1, int c,
+                                                         __m256i& s0, __m256i& s1, __m256i& p0, __m256i& p1) {
+#if MINFER_PACKED_VNNI
+  s0 = _mm256_dpbusd_avx_epi32(s0, lo, x0);
+  s1 = _mm256_dpbusd_avx_epi32(s1, hi, x1);
+#else
+  const __m256i q0 = _mm256_maddubs_epi16(lo, x0), q1 = _mm256_maddubs_epi16(hi, x1);
+  if constexpr (kAkScaledMadd<T>) {
+    const __m256i q01 = _mm256_add_epi16(q0, q1);
+    p0 = c == 0 ? q01 : _mm256_add_epi16(p0, q01);
+    return;
+  }
+  constexpr int g = AK<T>::kGroup;
+  p0 = c % g == 0 ? q0 : _mm256_add_epi16(p0, q0);
+  p1 = c % g == 0 ? q1 : _mm256_add_epi16(p1, q1);
+  if (c % g == g - 1) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(p0, ones));
+    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, ones));
+  }
+#endif
+}
+
 template <GgmlType T, int NT>
 inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int h, const PackedAct& x,
                     int64_t t0, float* y, int64_t ldy) {
   using P = AK<T>;
   constexpr bool q6 = T == GgmlType::Q6_K;
-  [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nsb; ++b) {
@@ -340,11 +372,11 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
       ks[t] = x.ks + (t0 + t) * nsb + b;
     }
     // Q4_K on AVX2: the rows' sub-block scales (0..63) as both int16 of each lane, so that the
-    // one madd of a sub-block's int16 pair sums (its 4 chunks, both halves) applies the scale
-    // instead of ones (exact: the pairs are the integer sums' parts). Q5_K keeps madd by ones and vpmulld:
-    // the scaled madd measured no faster for it (one core, 3072 x 1024 x 128: 3-6 % slower in
-    // one sitting, equal in the next).
-    constexpr bool kScaledMadd = T == GgmlType::Q4_K && !MINFER_PACKED_VNNI;
+    // one madd of a sub-block's int16 pair sums (its 4 chunks, both halves: ak_accumulate)
+    // applies the scale instead of ones (exact: the pairs are the integer sums' parts). Q5_K
+    // keeps madd by ones and vpmulld: the scaled madd measured no faster for it (one core,
+    // 3072 x 1024 x 128: 3-6 % slower in one sitting, equal in the next).
+    constexpr bool kScaledMadd = kAkScaledMadd<T>;
     // Each sub-block's scales are applied as it ends (its chunks come from L1/L2 here: one token
     // alone, a decode step, is ak_gemv's).
     __m256i sum0[NT], sum1[NT];
@@ -391,26 +423,8 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
         }
         for (int t = 0; t < NT; ++t) {
           const uint8_t* xq = reinterpret_cast<const uint8_t*>(xb[t]->qs) + 32 * j + 4 * c;
-#if MINFER_PACKED_VNNI
-          s0[t] = _mm256_dpbusd_avx_epi32(s0[t], lo, _mm256_set1_epi32(load_i32(xq)));
-          s1[t] = _mm256_dpbusd_avx_epi32(s1[t], hi, _mm256_set1_epi32(load_i32(xq + 16)));
-#else
-          const __m256i q0 = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(xq)));
-          const __m256i q1 = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(xq + 16)));
-          if constexpr (kScaledMadd) {
-            // Q4_K: both 16-column halves in one int16 sum (8 maddubs lanes of at most
-            // 2 x 15 x 128: 30720 < 2^15), one madd by the scale a sub-block.
-            const __m256i q01 = _mm256_add_epi16(q0, q1);
-            p0[t] = c == 0 ? q01 : _mm256_add_epi16(p0[t], q01);
-            continue;
-          }
-          p0[t] = c % P::kGroup == 0 ? q0 : _mm256_add_epi16(p0[t], q0);
-          p1[t] = c % P::kGroup == 0 ? q1 : _mm256_add_epi16(p1[t], q1);
-          if (!kScaledMadd && c % P::kGroup == P::kGroup - 1) {
-            s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(p0[t], ones));
-            s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(p1[t], ones));
-          }
-#endif
+          ak_accumulate<T>(lo, hi, _mm256_set1_epi32(load_i32(xq)), _mm256_set1_epi32(load_i32(xq + 16)), c,
+                           s0[t], s1[t], p0[t], p1[t]);
         }
       }
       for (int t = 0; t < NT; ++t) {
@@ -472,8 +486,7 @@ template <GgmlType T>
 inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* y) {
   using P = AK<T>;
   constexpr bool q6 = T == GgmlType::Q6_K;
-  constexpr bool kScaledMadd = T == GgmlType::Q4_K && !MINFER_PACKED_VNNI;
-  [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);
+  constexpr bool kScaledMadd = kAkScaledMadd<T>;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   const auto* xrow = reinterpret_cast<const quant::block_q8_K*>(x.q);
   for (int64_t b = 0; b < nsb; ++b) {
@@ -500,23 +513,7 @@ inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* 
         for (int h = 0; h < 2; ++h) {
           __m256i lo, hi;
           ak_chunk<T>(o, j, c, h, &lo, &hi);
-#if MINFER_PACKED_VNNI
-          s0[h] = _mm256_dpbusd_avx_epi32(s0[h], lo, x0);
-          s1[h] = _mm256_dpbusd_avx_epi32(s1[h], hi, x1);
-#else
-          const __m256i q0 = _mm256_maddubs_epi16(lo, x0), q1 = _mm256_maddubs_epi16(hi, x1);
-          if constexpr (kScaledMadd) {  // one int16 sum for both 16-column halves (see ak_tile)
-            const __m256i q01 = _mm256_add_epi16(q0, q1);
-            p0[h] = c == 0 ? q01 : _mm256_add_epi16(p0[h], q01);
-            continue;
-          }
-          p0[h] = c % P::kGroup == 0 ? q0 : _mm256_add_epi16(p0[h], q0);
-          p1[h] = c % P::kGroup == 0 ? q1 : _mm256_add_epi16(p1[h], q1);
-          if (!kScaledMadd && c % P::kGroup == P::kGroup - 1) {
-            s0[h] = _mm256_add_epi32(s0[h], _mm256_madd_epi16(p0[h], ones));
-            s1[h] = _mm256_add_epi32(s1[h], _mm256_madd_epi16(p1[h], ones));
-          }
-#endif
+          ak_accumulate<T>(lo, hi, x0, x1, c, s0[h], s1[h], p0[h], p1[h]);
         }
       }
       for (int h = 0; h < 2; ++h) {
