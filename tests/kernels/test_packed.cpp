@@ -234,8 +234,8 @@ TEST_P(PackedTest, AvxVnniKernelsOnlyAtTheirOwnLevel) {
 }
 
 // matmul() with the packed copy against matmul() on the GGUF layout (the dot_tile kernels,
-// whose float order differs): close, with the bias, over the thread split, token blocks and
-// the rows past the last whole group.
+// whose float order differs): close, with the bias, over the thread split, token blocks (129: a
+// last block of one token, in tiles of 16) and the rows past the last whole group.
 TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
   const GgmlType t = GetParam();
   std::mt19937 rng(5);
@@ -246,7 +246,7 @@ TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
   for (Isa isa : supported_isas()) {
     if (isa == Isa::Scalar || !packed_gemm(t, isa)) continue;
     force_isa(isa);
-    for (int64_t nt : {1, 7, 130}) {
+    for (int64_t nt : {1, 7, 129, 130}) {
       const auto x = random_floats(size_t(nt * cols), rng);
       std::vector<float> ref(size_t(nt * rows)), got(ref.size());
       matmul(k.view, x.data(), nt, ref.data(), bias.data());

@@ -265,7 +265,7 @@ template <class P>
 void gemm_256(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const PackedAct& x,
               int64_t nt, float* y, int64_t ldy) {
   const size_t gb = packed_group_bytes(P::kType, nb * 32);
-  if (nt == 1) {
+  if (x.tile == 1) {  // a decode step (a prompt's last token block of one token is in a tile of 16)
     for (int64_t g = 0; g < n_groups; ++g) avx2_gemv<P>(wp + size_t(g) * gb, nb, x, y + 16 * g);
     return;
   }
