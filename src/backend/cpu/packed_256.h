@@ -322,7 +322,11 @@ inline void ak_chunk(const uint8_t* o, int j, int c, int h, __m256i* lo, __m256i
   }
 }
 
-// Q4_K on AVX2 applies each sub-block's scale with one madd of int16 sums (see ak_tile).
+// Q4_K on AVX2: the rows' sub-block scales (0..63) as both int16 of each lane, so that the one
+// madd of a sub-block's int16 pair sums (its 4 chunks, both halves: ak_accumulate) applies the
+// scale instead of ones (exact: the pairs are the integer sums' parts). Q5_K keeps madd by ones
+// and vpmulld: the scaled madd measured no faster for it (one core, 3072 x 1024 x 128: 3-6 %
+// slower in one sitting, equal in the next).
 template <GgmlType T>
 constexpr bool kAkScaledMadd = T == GgmlType::Q4_K && !kVnni;
 
@@ -340,6 +344,7 @@ __attribute__((always_inline)) inline void ak_accumulate(__m256i lo, __m256i hi,
 #else
   const __m256i q0 = _mm256_maddubs_epi16(lo, x0), q1 = _mm256_maddubs_epi16(hi, x1);
   if constexpr (kAkScaledMadd<T>) {
+    static_assert(AK<T>::kGroup == 4, "one madd a sub-block carries the scale");
     const __m256i q01 = _mm256_add_epi16(q0, q1);
     p0 = c == 0 ? q01 : _mm256_add_epi16(p0, q01);
     return;
@@ -353,6 +358,56 @@ __attribute__((always_inline)) inline void ak_accumulate(__m256i lo, __m256i hi,
     s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, ones));
   }
 #endif
+}
+
+// Sub-block j's scales for the rows of half h, as ak_apply multiplies them: Q6_K the int8 scales
+// of its two 16-column halves (a, b); Q4_K on AVX2 the scale as both int16 of each lane (a);
+// otherwise the scale (a).
+struct AkScales {
+  __m256i a, b;
+};
+template <GgmlType T>
+__attribute__((always_inline)) inline AkScales ak_scales(const uint8_t* par, int j, int h) {
+  if constexpr (T == GgmlType::Q6_K)
+    return {_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 8 * h))),
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 16 + 8 * h)))};
+  const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
+  if constexpr (kAkScaledMadd<T>) return {_mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)), sc};
+  return {sc, sc};
+}
+
+// isum plus one token's sums of a sub-block (ak_accumulate's s0, s1, or p0) times its scales.
+template <GgmlType T>
+__attribute__((always_inline)) inline __m256i ak_apply(const AkScales& sc, __m256i s0, __m256i s1, __m256i p0,
+                                                       __m256i isum) {
+  if constexpr (T == GgmlType::Q6_K)
+    return _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_mullo_epi32(s0, sc.a), _mm256_mullo_epi32(s1, sc.b)));
+  if constexpr (kAkScaledMadd<T>) return _mm256_add_epi32(isum, _mm256_madd_epi16(p0, sc.a));
+#if MINFER_PACKED_VNNI
+  if constexpr (T == GgmlType::Q4_K)  // each half below 2^15 (16 x 15 x 128): vpdpwssd
+    return _mm256_dpwssd_avx_epi32(_mm256_dpwssd_avx_epi32(isum, s0, sc.a), s1, sc.a);
+#endif
+  return _mm256_add_epi32(isum, _mm256_mullo_epi32(_mm256_add_epi32(s0, s1), sc.a));
+}
+
+// A super-block's float step for the rows of half h and one token (activation scale and sums
+// ks): d x d_x x isum, minus (Q4_K, Q5_K) dmin x d_x x the mins against the pair sums.
+template <GgmlType T>
+__attribute__((always_inline)) inline __m256 ak_term(const uint8_t* par, int h, __m256i isum, const Q8KSums& ks) {
+  const __m256 xd = _mm256_set1_ps(ks.d);
+  const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqD + 16 * h)));
+  __m256 term = _mm256_mul_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum));
+  if constexpr (T != GgmlType::Q6_K) {
+    __m256i msum = _mm256_setzero_si256();
+    for (int q = 0; q < 4; ++q) {
+      const __m256i pp = _mm256_set1_epi32(ks.pair16[q]);
+      const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + kKqMins + 32 * q + 16 * h)));
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pp));
+    }
+    const __m256 dm = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqDmin + 16 * h)));
+    term = _mm256_sub_ps(term, _mm256_mul_ps(_mm256_mul_ps(dm, xd), _mm256_cvtepi32_ps(msum)));
+  }
+  return term;
 }
 
 template <GgmlType T, int NT>
@@ -371,40 +426,10 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
       xb[t] = reinterpret_cast<const quant::block_q8_K*>(x.q + size_t(t0 + t) * x.stride) + b;
       ks[t] = x.ks + (t0 + t) * nsb + b;
     }
-    // Q4_K on AVX2: the rows' sub-block scales (0..63) as both int16 of each lane, so that the
-    // one madd of a sub-block's int16 pair sums (its 4 chunks, both halves: ak_accumulate)
-    // applies the scale instead of ones (exact: the pairs are the integer sums' parts). Q5_K
-    // keeps madd by ones and vpmulld: the scaled madd measured no faster for it (one core,
-    // 3072 x 1024 x 128: 3-6 % slower in one sitting, equal in the next).
-    constexpr bool kScaledMadd = kAkScaledMadd<T>;
     // Each sub-block's scales are applied as it ends (its chunks come from L1/L2 here: one token
     // alone, a decode step, is ak_gemv's).
-    __m256i sum0[NT], sum1[NT];
     __m256i isum[NT];
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
-    auto apply_scales = [&](int j) __attribute__((always_inline)) {
-      if constexpr (q6) {
-        const __m256i c0 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 8 * h)));
-        const __m256i c1 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 16 + 8 * h)));
-        for (int t = 0; t < NT; ++t)
-          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_mullo_epi32(sum0[t], c0), _mm256_mullo_epi32(sum1[t], c1)));
-      } else if constexpr (kScaledMadd) {
-        const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
-        const __m256i w16 = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
-        for (int t = 0; t < NT; ++t)
-          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(sum0[t], w16));
-      } else {
-        const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
-        for (int t = 0; t < NT; ++t) {
-#if MINFER_PACKED_VNNI
-          if constexpr (T == GgmlType::Q4_K)  // each half below 2^15 (16 x 15 x 128): vpdpwssd
-            isum[t] = _mm256_dpwssd_avx_epi32(_mm256_dpwssd_avx_epi32(isum[t], sum0[t], sc), sum1[t], sc);
-          else
-#endif
-            isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_add_epi32(sum0[t], sum1[t]), sc));
-        }
-      }
-    };
     for (int j = 0; j < 8; ++j) {
       __m256i s0[NT], s1[NT];
       for (int t = 0; t < NT; ++t) {
@@ -427,33 +452,10 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
                            s0[t], s1[t], p0[t], p1[t]);
         }
       }
-      for (int t = 0; t < NT; ++t) {
-        if constexpr (kScaledMadd) {
-          static_assert(P::kGroup == 4, "one madd a sub-block carries the scale");
-          sum0[t] = p0[t];
-        } else {
-          sum0[t] = s0[t];
-          sum1[t] = s1[t];
-        }
-      }
-      apply_scales(j);
+      const AkScales sc = ak_scales<T>(par, j, h);
+      for (int t = 0; t < NT; ++t) isum[t] = ak_apply<T>(sc, s0[t], s1[t], p0[t], isum[t]);
     }
-    const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqD + 16 * h)));
-    for (int t = 0; t < NT; ++t) {
-      const __m256 xd = _mm256_set1_ps(ks[t]->d);
-      __m256 term = _mm256_mul_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[t]));
-      if constexpr (!q6) {
-        __m256i msum = _mm256_setzero_si256();
-        for (int q = 0; q < 4; ++q) {
-          const __m256i pp = _mm256_set1_epi32(ks[t]->pair16[q]);
-          const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + kKqMins + 32 * q + 16 * h)));
-          msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pp));
-        }
-        const __m256 dm = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqDmin + 16 * h)));
-        term = _mm256_sub_ps(term, _mm256_mul_ps(_mm256_mul_ps(dm, xd), _mm256_cvtepi32_ps(msum)));
-      }
-      acc[t] = _mm256_add_ps(acc[t], term);
-    }
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_add_ps(acc[t], ak_term<T>(par, h, isum[t], *ks[t]));
   }
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + (t0 + t) * ldy + 8 * h, acc[t]);
 }
@@ -486,7 +488,6 @@ template <GgmlType T>
 inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* y) {
   using P = AK<T>;
   constexpr bool q6 = T == GgmlType::Q6_K;
-  constexpr bool kScaledMadd = kAkScaledMadd<T>;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   const auto* xrow = reinterpret_cast<const quant::block_q8_K*>(x.q);
   for (int64_t b = 0; b < nsb; ++b) {
@@ -516,43 +517,9 @@ inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* 
           ak_accumulate<T>(lo, hi, x0, x1, c, s0[h], s1[h], p0[h], p1[h]);
         }
       }
-      for (int h = 0; h < 2; ++h) {
-        if constexpr (q6) {
-          const __m256i c0 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 8 * h)));
-          const __m256i c1 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 16 + 8 * h)));
-          isum[h] = _mm256_add_epi32(isum[h], _mm256_add_epi32(_mm256_mullo_epi32(s0[h], c0), _mm256_mullo_epi32(s1[h], c1)));
-        } else {
-          const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
-          if constexpr (kScaledMadd) {
-            const __m256i w16 = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
-            isum[h] = _mm256_add_epi32(isum[h], _mm256_madd_epi16(p0[h], w16));
-          } else {
-#if MINFER_PACKED_VNNI
-            if constexpr (T == GgmlType::Q4_K)
-              isum[h] = _mm256_dpwssd_avx_epi32(_mm256_dpwssd_avx_epi32(isum[h], s0[h], sc), s1[h], sc);
-            else
-#endif
-              isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(_mm256_add_epi32(s0[h], s1[h]), sc));
-          }
-        }
-      }
+      for (int h = 0; h < 2; ++h) isum[h] = ak_apply<T>(ak_scales<T>(par, j, h), s0[h], s1[h], p0[h], isum[h]);
     }
-    const __m256 xd = _mm256_set1_ps(ks.d);
-    for (int h = 0; h < 2; ++h) {
-      const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqD + 16 * h)));
-      __m256 term = _mm256_mul_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum[h]));
-      if constexpr (!q6) {
-        __m256i msum = _mm256_setzero_si256();
-        for (int q = 0; q < 4; ++q) {
-          const __m256i pp = _mm256_set1_epi32(ks.pair16[q]);
-          const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + kKqMins + 32 * q + 16 * h)));
-          msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pp));
-        }
-        const __m256 dm = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqDmin + 16 * h)));
-        term = _mm256_sub_ps(term, _mm256_mul_ps(_mm256_mul_ps(dm, xd), _mm256_cvtepi32_ps(msum)));
-      }
-      acc[h] = _mm256_add_ps(acc[h], term);
-    }
+    for (int h = 0; h < 2; ++h) acc[h] = _mm256_add_ps(acc[h], ak_term<T>(par, h, isum[h], ks));
   }
   _mm256_storeu_ps(y, acc[0]);
   _mm256_storeu_ps(y + 8, acc[1]);
