@@ -1,5 +1,6 @@
 // `minfer bench`: llama-bench style throughput. For each thread count, each ppN (one N-token
-// prefill from an empty KV cache) and tgN (N single-token decode steps from an empty cache)
+// prefill from an empty KV cache) and tgN (N single-token decode steps from an empty cache),
+// at each depth -d (tokens already in the cache, prefilled untimed: "tg64 @ d1024"),
 // runs once to warm up and then -r times; the table gives mean ± stddev tokens/s, the JSON
 // every sample. Both also say which kernel path ran (the ISA the runtime dispatch chose per
 // weight type, whether weights were repacked) and the load average, because a benchmark on
@@ -85,7 +86,7 @@ int run_bench_cmd(int argc, char** argv) {
   CLI::App app{"Measure prefill (ppN) and decode (tgN) throughput like llama-bench",
                "minfer bench"};
   std::string model_path, output = "md", kv_type = "f16";
-  std::vector<int64_t> n_prompt{128, 512}, n_gen{64};
+  std::vector<int64_t> n_prompt{128, 512}, n_gen{64}, n_depth{0};
   std::vector<int> threads;
   int reps = 5;
   uint64_t seed = 1234;
@@ -94,6 +95,9 @@ int run_bench_cmd(int argc, char** argv) {
   app.add_option("-p,--n-prompt", n_prompt, "prompt sizes, comma separated (0 = no pp test)")
       ->delimiter(',');
   app.add_option("-n,--n-gen", n_gen, "decode lengths, comma separated (0 = no tg test)")
+      ->delimiter(',');
+  app.add_option("-d,--n-depth", n_depth,
+                 "tokens already in the KV cache before each test, comma separated (default 0)")
       ->delimiter(',');
   app.add_option("-t,--threads", threads,
                  "thread counts, comma separated (default: usable physical cores)")
@@ -111,19 +115,24 @@ int run_bench_cmd(int argc, char** argv) {
     if (p < 0 || p > 1000000) minfer::fail("-p {}: must be between 0 and 1000000", p);
   for (auto n : n_gen)
     if (n < 0 || n > 1000000) minfer::fail("-n {}: must be between 0 and 1000000", n);
+  for (auto d : n_depth)
+    if (d < 0 || d > 1000000) minfer::fail("-d {}: must be between 0 and 1000000", d);
   for (int t : threads)
     if (t < 1 || t > 1024) minfer::fail("-t {}: must be between 1 and 1024", t);
   if (threads.empty()) threads.push_back(minfer::runtime::usable_physical_cores());
   const minfer::GgmlType kv = minfer::cli::parse_kv_type(kv_type);
 
+  // llama-bench's order: depth outer, then the pp tests, then the tg tests.
   std::vector<BenchTest> tests;
-  for (auto p : n_prompt)
-    if (p > 0) tests.push_back(minfer::runtime::pp_test(p));
-  for (auto n : n_gen)
-    if (n > 0) tests.push_back(minfer::runtime::tg_test(n));
+  for (auto d : n_depth) {
+    for (auto p : n_prompt)
+      if (p > 0) tests.push_back(minfer::runtime::pp_test(p, d));
+    for (auto n : n_gen)
+      if (n > 0) tests.push_back(minfer::runtime::tg_test(n, d));
+  }
   if (tests.empty()) minfer::fail("nothing to measure: every -p and -n is 0");
   int64_t need = 1;
-  for (const auto& t : tests) need = std::max({need, t.n_prompt, t.n_gen});
+  for (const auto& t : tests) need = std::max(need, t.n_depth + std::max(t.n_prompt, t.n_gen));
 
   minfer::cli::Log log;
   log.quiet = !verbose;
@@ -184,6 +193,7 @@ int run_bench_cmd(int argc, char** argv) {
       j["samples_ts"] = row.r.samples_ts;
       j["n_prompt"] = row.r.n_prompt;
       j["n_gen"] = row.r.n_gen;
+      j["n_depth"] = row.r.n_depth;
       j["model_filename"] = model_file;
       j["model_type"] = model_type;
       j["model_size"] = fp.tensor_bytes;

@@ -11,14 +11,23 @@
 
 namespace minfer::runtime {
 
-BenchTest pp_test(int64_t n) {
-  if (n < 1) fail("bench: prompt size {} must be >= 1", n);
-  return {"pp" + std::to_string(n), n, 0};
+namespace {
+
+std::string depth_suffix(int64_t depth) {
+  if (depth < 0) fail("bench: depth {} must be >= 0", depth);
+  return depth > 0 ? " @ d" + std::to_string(depth) : "";
 }
 
-BenchTest tg_test(int64_t n) {
+}  // namespace
+
+BenchTest pp_test(int64_t n, int64_t depth) {
+  if (n < 1) fail("bench: prompt size {} must be >= 1", n);
+  return {"pp" + std::to_string(n) + depth_suffix(depth), n, 0, depth};
+}
+
+BenchTest tg_test(int64_t n, int64_t depth) {
   if (n < 1) fail("bench: generation length {} must be >= 1", n);
-  return {"tg" + std::to_string(n), 0, n};
+  return {"tg" + std::to_string(n) + depth_suffix(depth), 0, n, depth};
 }
 
 std::vector<int32_t> bench_tokens(int64_t n_vocab, int64_t n, uint64_t seed) {
@@ -39,14 +48,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Seconds for one run of the test from an empty cache.
+// Seconds for one run of the test from an empty cache: ids[0, depth) prefilled untimed, the
+// test's tokens after them.
 double run_once(Context& ctx, const std::vector<int32_t>& ids, const BenchTest& t, int64_t n_gen) {
   ctx.truncate(0);
+  const size_t d = size_t(t.n_depth);
+  if (d > 0) ctx.decode(std::span<const int32_t>(ids.data(), d), 1);
   const auto t0 = Clock::now();
   if (t.n_prompt > 0) {
-    ctx.decode(std::span<const int32_t>(ids.data(), size_t(t.n_prompt)), 1);
+    ctx.decode(std::span<const int32_t>(ids.data() + d, size_t(t.n_prompt)), 1);
   } else {
-    for (int64_t i = 0; i < n_gen; ++i) ctx.decode(std::span<const int32_t>(&ids[size_t(i)], 1), 1);
+    for (int64_t i = 0; i < n_gen; ++i) ctx.decode(std::span<const int32_t>(&ids[d + size_t(i)], 1), 1);
   }
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -55,8 +67,10 @@ double run_once(Context& ctx, const std::vector<int32_t>& ids, const BenchTest& 
 
 BenchResult run_bench(Context& ctx, const BenchTest& test, int reps, uint64_t seed) {
   if (reps < 1) fail("bench: repetitions {} must be >= 1", reps);
-  const int64_t need = std::max(test.n_prompt, test.n_gen);
-  if (need < 1) fail("bench: test {} has no tokens", test.name);
+  const int64_t timed = std::max(test.n_prompt, test.n_gen);
+  if (timed < 1) fail("bench: test {} has no tokens", test.name);
+  if (test.n_depth < 0) fail("bench: test {} has a negative depth", test.name);
+  const int64_t need = test.n_depth + timed;
   if (need > ctx.n_ctx())
     fail("bench: {} needs {} tokens of context, the context holds {}", test.name, need, ctx.n_ctx());
   const std::vector<int32_t> ids = bench_tokens(ctx.n_vocab(), need, seed);
@@ -66,10 +80,11 @@ BenchResult run_bench(Context& ctx, const BenchTest& test, int reps, uint64_t se
   r.threads = ctx.params().n_threads;
   r.n_prompt = test.n_prompt;
   r.n_gen = test.n_gen;
+  r.n_depth = test.n_depth;
   run_once(ctx, ids, test, std::min<int64_t>(test.n_gen, 4));  // warm-up
   for (int i = 0; i < reps; ++i) {
     const double s = run_once(ctx, ids, test, test.n_gen);
-    r.samples_ts.push_back(double(need) / std::max(s, 1e-9));
+    r.samples_ts.push_back(double(timed) / std::max(s, 1e-9));
   }
   ctx.truncate(0);
   summarize(r);

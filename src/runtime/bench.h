@@ -1,7 +1,8 @@
 // llama-bench style measurements on a Context: ppN = one N-token prefill from an empty KV
 // cache, tgN = N single-token decode steps from an empty KV cache (llama-bench's convention:
-// no prompt before them). Token ids are random but fixed by a seed, so every engine and every
-// run sees the same input.
+// no prompt before them). With a depth D ("pp512 @ d1024", llama-bench's -d) the cache first
+// holds D tokens, prefilled untimed before each run: the attention's share at long contexts.
+// Token ids are random but fixed by a seed, so every engine and every run sees the same input.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,31 +16,33 @@ class Model;
 class Context;
 
 struct BenchTest {
-  std::string name;      // "pp128", "tg64"
+  std::string name;      // "pp128", "tg64", "tg64 @ d512"
   int64_t n_prompt = 0;  // tokens of the one prefill batch (pp); 0 for tg
   int64_t n_gen = 0;     // single-token decode steps (tg); 0 for pp
+  int64_t n_depth = 0;   // tokens already in the cache when the timed part starts
 };
 
 struct BenchResult {
   std::string test;
   int threads = 0;
-  int64_t n_prompt = 0, n_gen = 0;
+  int64_t n_prompt = 0, n_gen = 0, n_depth = 0;
   std::vector<double> samples_ts;  // tokens per second of each timed repetition
   double avg_ts = 0;
   double stddev_ts = 0;            // sample standard deviation (n - 1); 0 for one sample
 };
 
-// "pp128" / "tg64"; Error for a size < 1.
-BenchTest pp_test(int64_t n);
-BenchTest tg_test(int64_t n);
+// "pp128" / "tg64" ("pp128 @ d512" with a depth); Error for a size < 1 or a depth < 0.
+BenchTest pp_test(int64_t n, int64_t depth = 0);
+BenchTest tg_test(int64_t n, int64_t depth = 0);
 
 // n ids drawn uniformly from the middle of the vocabulary (away from the special/control
 // tokens at either end), deterministic for (n_vocab, seed).
 std::vector<int32_t> bench_tokens(int64_t n_vocab, int64_t n, uint64_t seed);
 
 // One warm-up run (the whole test for pp, a few steps for tg: enough to build and reuse the
-// graph) and then `reps` timed runs, each starting from an empty KV cache. The context must
-// hold n_prompt (or n_gen) tokens. Error when reps < 1.
+// graph) and then `reps` timed runs, each starting from an empty KV cache (and the depth's
+// untimed prefill). The context must hold n_depth + n_prompt (or n_gen) tokens. Error when
+// reps < 1.
 BenchResult run_bench(Context& ctx, const BenchTest& test, int reps, uint64_t seed);
 
 // Mean and sample standard deviation of r.samples_ts into r.avg_ts / r.stddev_ts.

@@ -33,6 +33,12 @@ TEST(Bench, TestNames) {
   EXPECT_EQ(rt::tg_test(64).n_gen, 64);
   EXPECT_THROW(rt::pp_test(0), minfer::Error);
   EXPECT_THROW(rt::tg_test(-1), minfer::Error);
+  // llama-bench's names for a test at a depth.
+  EXPECT_EQ(rt::pp_test(512, 1024).name, "pp512 @ d1024");
+  EXPECT_EQ(rt::pp_test(512, 1024).n_depth, 1024);
+  EXPECT_EQ(rt::tg_test(64, 0).name, "tg64");
+  EXPECT_EQ(rt::tg_test(64, 7).name, "tg64 @ d7");
+  EXPECT_THROW(rt::tg_test(64, -1), minfer::Error);
 }
 
 TEST(Bench, TokensAreDeterministicAndAvoidTheVocabularyEnds) {
@@ -84,5 +90,13 @@ TEST(Bench, StoriesFootprintAndRun) {
   for (double v : r.samples_ts) EXPECT_TRUE(std::isfinite(v) && v > 0);
   EXPECT_EQ(ctx.n_past(), 0);  // the cache is left empty
   EXPECT_THROW(rt::run_bench(ctx, rt::pp_test(17), 1, 1), minfer::Error);  // beyond n_ctx
+  // A depth fills the cache before the timed tokens: together they must fit.
+  const auto d = rt::run_bench(ctx, rt::tg_test(3, 13), 1, 1);
+  EXPECT_EQ(d.test, "tg3 @ d13");
+  EXPECT_EQ(d.n_depth, 13);
+  ASSERT_EQ(d.samples_ts.size(), 1u);
+  EXPECT_EQ(ctx.n_past(), 0);
+  EXPECT_THROW(rt::run_bench(ctx, rt::tg_test(3, 14), 1, 1), minfer::Error);
+  EXPECT_THROW(rt::run_bench(ctx, rt::pp_test(8, 9), 1, 1), minfer::Error);
   EXPECT_THROW(rt::run_bench(ctx, rt::pp_test(4), 0, 1), minfer::Error);
 }

@@ -84,6 +84,23 @@ TEST(BenchCli, JsonStructureAndValues) {
   }
 }
 
+TEST(BenchCli, DepthsRunEveryTestAfterTheirTokens) {
+  MINFER_REQUIRE_SHARED();
+  const Result r = run("-m " + stories() + " -p 8 -n 2 -d 0,24 -r 1 -t 1 -o json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j.size(), 4u);  // llama-bench's order: depth outer, pp before tg
+  const char* tests[] = {"pp8", "tg2", "pp8 @ d24", "tg2 @ d24"};
+  const int depths[] = {0, 0, 24, 24};
+  for (size_t i = 0; i < j.size(); ++i) {
+    SCOPED_TRACE(j[i].dump());
+    EXPECT_EQ(j[i].at("test"), tests[i]);
+    EXPECT_EQ(j[i].at("n_depth"), depths[i]);
+    EXPECT_EQ(j[i].at("n_ctx"), 32);  // the deepest test's tokens: 24 + 8
+    EXPECT_TRUE(positive_finite(j[i].at("avg_ts")));
+  }
+}
+
 TEST(BenchCli, MarkdownTable) {
   MINFER_REQUIRE_SHARED();
   const Result r = run("-m " + stories() + " -p 8 -n 2 -r 2 -t 1 --kv-type f32");
@@ -119,6 +136,9 @@ TEST(BenchCli, BadFlags) {
   EXPECT_NE(r.err.find("-r 0"), std::string::npos) << r.err;
   EXPECT_EQ(run(m + " -p -5").code, 1);
   EXPECT_EQ(run(m + " -t 0").code, 1);
+  r = run(m + " -d -1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("-d -1"), std::string::npos) << r.err;
   EXPECT_EQ(run(m + " -p 0 -n 0").code, 1);
   EXPECT_EQ(run(m + " --kv-type f8").code, 1);
   r = run("-m /nonexistent/model.gguf -p 4 -n 1 -r 1");
