@@ -323,6 +323,8 @@ TEST_F(OpsSimd, AttentionMatchesScalarPathAndIgnoresThreadCount) {
                         {GgmlType::F16, GgmlType::F16, 32, 8, 128, 128, 1},
                         {GgmlType::F16, GgmlType::F16, 16, 8, 128, 128, 37},  // qwen3: 2 a group
                         {GgmlType::F32, GgmlType::F16, 5, 5, 32, 32, 21},     // MHA: tokens share tiles
+                        {GgmlType::F16, GgmlType::F32, 6, 2, 20, 12, 9},      // heads off 8 lanes
+                        {GgmlType::F32, GgmlType::F16, 3, 3, 36, 44, 3},
                         {GgmlType::Q8_0, GgmlType::Q8_0, 4, 2, 64, 64, 20}};
   for (const Case& c : cases) {
     SCOPED_TRACE(testing::Message() << type_name(c.kt) << "/" << type_name(c.vt) << " heads "

@@ -3,12 +3,11 @@
 // Q8_0 cache); softmax in F32 with max subtraction and a double sum (ggml_vec_soft_max_f32);
 // V is accumulated in F32.
 //
-// Two paths. With AVX-512 and an F32/F16 cache, attn_block (simd_ops_avx512.cpp) takes blocks of
-// 16 tokens x one KV head: the keys the block needs are converted to f32 and transposed once
-// (16 keys per vector), so each score is one FMA chain over the dimensions with no horizontal
-// sum, and up to 8 query rows (the group's heads, and the next tokens' when a group is smaller)
-// share every key and value load. Otherwise (scalar, AVX2,
-// Q8_0 cache) one item is one token x one KV head on the dot-product tiles of kernels_dot.h.
+// Two paths. With AVX2 or AVX-512 and an F32/F16 cache, attn_block (attn_tiles.h) takes blocks
+// of up to 64 tokens x one KV head: the keys the block needs are converted to f32 once, and up
+// to 8 query rows (the group's heads, and the next tokens' when a group is smaller) share every
+// key and value load. Otherwise (scalar, Q8_0 cache) one item is one token x one KV head on the
+// dot-product tiles of kernels_dot.h.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

@@ -78,7 +78,7 @@ struct Tables {
       isa[i].mul = k.mul ? k.mul : prev.mul;
       isa[i].rope = k.rope ? k.rope : prev.rope;
       isa[i].to_f16 = k.to_f16 ? k.to_f16 : prev.to_f16;
-      isa[i].attn_block = k.attn_block;  // no fallback: the generic path
+      isa[i].attn_block = k.attn_block;  // no fallback: nullptr is the generic path (scalar)
     }
   }
 };

@@ -31,8 +31,9 @@ using RopeRowsFn = void (*)(const float* x, float* y, int64_t n_rows, int64_t he
                             int64_t n_rot, RopeStyle style, const float* cos_t, const float* sin_t);
 
 // One attention work item: tokens [t0, t1) of the batch against KV head hk (F32 or F16 K and V).
-// Scores per (query head, key) are dot products summed in f32 in dimension order (one FMA
-// chain per key), softmax as ggml_soft_max (polynomial exp), V summed in key order.
+// Scores per (query head, key) are dot products summed in f32 (AVX-512: one FMA chain per key
+// in dimension order; AVX2: 8 lane chains added by a fixed tree), softmax as ggml_soft_max
+// (polynomial exp), V summed in key order; the same for a token alone or in a batch.
 using AttnBlockFn = void (*)(const float* q, const int32_t* pos, int64_t t0, int64_t t1,
                              int64_t hk, const KvRegion& k, const KvRegion& v,
                              const AttnParams& p, float* out);

@@ -20,7 +20,9 @@ enum class ScratchSlot : int {
   TileB,
   TileC,
   TileD,
-  Ops,                    // non-matmul kernels
+  AttnKeys,               // attn_tiles: a block's keys, transposed
+  AttnScores,             // attn_tiles: a tile's scores
+  AttnQueries,            // attn_tiles: a tile's queries
   kCount
 };
 

@@ -1,9 +1,12 @@
 // AVX2 bodies of the non-matmul kernels (kernels_ops.h), chosen at run time; bit-identical to
-// the scalar ones (no FMA contraction, sums of squares in double lanes in element order).
+// the scalar ones (no FMA contraction, sums of squares in double lanes in element order) except
+// the attention (attn_tiles.h).
 #include <cmath>
 #include <cstdint>
 
+#include "backend/cpu/kernels_dot.h"
 #include "backend/cpu/kernels_ops.h"
+#include "backend/cpu/scratch.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -119,7 +122,62 @@ void rope256(const float* x, float* y, int64_t n_rows, int64_t head_dim, int64_t
   }
 }
 
+
+// ---- attention (attn_tiles.h) -------------------------------------------------------------
+
+// A partial vector is its first n lanes (0 < n <= 8).
+inline __m256i lanes_below(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+struct AttnVec {
+  using F = __m256;
+  using Mask = int;
+  static constexpr int W = 8;
+  static constexpr bool kTransposeKeys = false;
+  static constexpr int kRows = 8;
+  // The V sums take up to 4 rows a pass: G x VC value accumulators, VC value vectors and a
+  // broadcast within 16 registers.
+  static constexpr int kValueRows = 4;
+  static constexpr int value_chunks(int g) { return g <= 2 ? 4 : 3; }
+  static Mask tail(int64_t n) { return n >= 8 ? 8 : int(n); }
+  static F zero() { return _mm256_setzero_ps(); }
+  static F set1(float x) { return _mm256_set1_ps(x); }
+  static F load(const float* p) { return _mm256_load_ps(p); }
+  static void store(float* p, F x) { _mm256_store_ps(p, x); }
+  static void storeu(float* p, F x) { _mm256_storeu_ps(p, x); }
+  static void store_part(float* p, F x, Mask m) { _mm256_maskstore_ps(p, lanes_below(m), x); }
+  static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  // W elements from element i of an F16 or F32 row, as f32.
+  template <bool F16>
+  static F row(const uint8_t* r, int64_t i) {
+    if constexpr (F16)
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(r) + i)));
+    else
+      return _mm256_loadu_ps(reinterpret_cast<const float*>(r) + i);
+  }
+  // The first m elements (zero beyond); F16 has no masked load: staged (head sizes off 8 only).
+  static F row_part(const uint8_t* r, bool f16, int64_t i, Mask m) {
+    if (!f16) return _mm256_maskload_ps(reinterpret_cast<const float*>(r) + i, lanes_below(m));
+    uint16_t h[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    __builtin_memcpy(h, reinterpret_cast<const uint16_t*>(r) + i, size_t(m) * 2);
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+  }
+  static F round_f16(F x) { return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
+  // out[l] = the lanes of a[l] added: pairs, then pairs of pairs, then the two 128-bit halves.
+  static void sum4(const F* a, float* out) {
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+  }
+  static void softmax(int64_t n, float* s, float scale) { softmax_avx2()(n, s, scale); }
+};
+
 }  // namespace
+}  // namespace minfer::cpu
+
+#include "backend/cpu/attn_tiles.h"
+
+namespace minfer::cpu {
 
 OpsKernels ops_avx2() {
   OpsKernels k;
@@ -127,6 +185,7 @@ OpsKernels ops_avx2() {
   k.add = &add256;
   k.mul = &mul256;
   k.rope = &rope256;
+  k.attn_block = &attn_block_simd<>;
   k.to_f16 = &to_f16_256;
   return k;
 }

@@ -1,30 +1,16 @@
 // AVX-512 bodies of the non-matmul kernels (kernels_ops.h, and the softmax and swiglu of
 // kernels_dot.h), chosen at run time. Like the other SIMD files: no standard-library templates
-// under the target pragma (scratch memory comes from a function compiled before it), and only
-// explicit FMA intrinsics fuse.
-#include <algorithm>
+// under the target pragma (scratch memory comes from scratch.h), and only explicit FMA
+// intrinsics fuse.
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <vector>
 
 #include "backend/cpu/kernels_dot.h"
 #include "backend/cpu/kernels_ops.h"
+#include "backend/cpu/scratch.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-
-namespace minfer::cpu {
-namespace {
-// Per-thread scratch, 64-byte aligned and kept across calls: a decode step allocates nothing.
-float* ops_scratch(int slot, size_t n_floats) {
-  thread_local std::vector<float> bufs[3];
-  std::vector<float>& b = bufs[slot];
-  if (b.size() < n_floats + 16) b.resize(n_floats + 16);
-  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(b.data()) + 63) & ~uintptr_t(63));
-}
-}  // namespace
-}  // namespace minfer::cpu
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")
@@ -32,6 +18,7 @@ float* ops_scratch(int slot, size_t n_floats) {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#include "backend/cpu/avx2_transpose.h"
 #include "backend/cpu/avx512_transpose.h"
 
 namespace minfer::cpu {
@@ -131,25 +118,6 @@ void to_f16_512(const float* src, uint16_t* dst, int64_t n) {
 
 // ---- rms_norm ------------------------------------------------------------------------------
 
-// 8 x 8 transpose: r[m] = element m of rows r[0..7].
-inline void transpose8(__m256 r[8]) {
-  __m256 t[8], u[8];
-  for (int k = 0; k < 4; ++k) {
-    t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
-    t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
-  }
-  for (int k = 0; k < 2; ++k) {
-    u[4 * k + 0] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
-    u[4 * k + 1] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], 0xEE);
-    u[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
-    u[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xEE);
-  }
-  for (int m = 0; m < 4; ++m) {
-    r[m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x20);
-    r[4 + m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x31);
-  }
-}
-
 // Sums of squares of 8 rows, row r in double lane r, each in element order from 0.0 (the
 // scalar kernel's `sum += double(x * x)`, the square rounded to float first).
 void sumsq8(const float* x, int64_t d, double* sums) {
@@ -215,254 +183,54 @@ void rope512(const float* x, float* y, int64_t n_rows, int64_t head_dim, int64_t
   }
 }
 
-// ---- attention -----------------------------------------------------------------------------
+// ---- attention (attn_tiles.h) -------------------------------------------------------------
 
-inline __m512 load_row(const uint8_t* row, bool f16, int64_t i, __mmask16 m) {
-  if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + i));
-  return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + i);
-}
-
-// r[c] lane l = K[16 b + l][i0 + c] (f32) for keys < n (zero beyond), dims < hd.
-inline void key_chunk(const uint8_t* kbase, size_t kstride, bool f16, int64_t n, int64_t hd,
-                      int64_t b, int64_t i0, __m512* r) {
-  const __mmask16 m = tail_mask(hd - i0);
-  for (int l = 0; l < 16; ++l) {
-    const int64_t j = 16 * b + l;
-    r[l] = j < n ? load_row(kbase + size_t(j) * kstride, f16, i0, m) : _mm512_setzero_ps();
-  }
-  transpose16(r);
-}
-
-// kt[b][i][l] = K[16 b + l][i] (f32) for keys < n (zero beyond), dims < hd.
-void transpose_keys(const uint8_t* kbase, size_t kstride, bool f16, int64_t n, int64_t hd, float* kt) {
-  const int64_t nb = (n + 15) / 16;
-  for (int64_t b = 0; b < nb; ++b) {
-    float* out = kt + b * hd * 16;
-    for (int64_t i0 = 0; i0 < hd; i0 += 16) {
-      __m512 r[16];
-      key_chunk(kbase, kstride, f16, n, hd, b, i0, r);
-      // A whole chunk stores straight from the registers: with a run-time count GCC spilled
-      // the 16 vectors and copied them with rep movsq (30 % of this function's time).
-      if (hd - i0 >= 16) {
-#pragma GCC unroll 16
-        for (int c = 0; c < 16; ++c) _mm512_store_ps(out + (i0 + c) * 16, r[c]);
-      } else {
-        for (int64_t c = 0; c < hd - i0; ++c) _mm512_store_ps(out + (i0 + c) * 16, r[c]);
-      }
-    }
-  }
-}
-
-// Scores of G query rows (q + g * hd) against B key blocks of kt (16 keys each, transposed):
-// s[g * ld + 16 * b + l], each an FMA chain over the dimensions in order. B = 2 shares every
-// broadcast query element between two blocks (the loop is then FMA-bound, not load-bound).
-template <int G, int B>
-inline void score_block(const float* q, int64_t hd, const float* kt, float* s, int64_t ld) {
-  __m512 acc[G][B];
-  for (int g = 0; g < G; ++g)
-    for (int b = 0; b < B; ++b) acc[g][b] = _mm512_setzero_ps();
-  for (int64_t i = 0; i < hd; ++i) {
-    __m512 kv[B];
-    for (int b = 0; b < B; ++b) kv[b] = _mm512_load_ps(kt + (b * hd + i) * 16);
-    for (int g = 0; g < G; ++g) {
-      const __m512 qv = _mm512_set1_ps(q[g * hd + i]);
-      for (int b = 0; b < B; ++b) acc[g][b] = _mm512_fmadd_ps(qv, kv[b], acc[g][b]);
-    }
-  }
-  for (int g = 0; g < G; ++g)
-    for (int b = 0; b < B; ++b) _mm512_storeu_ps(s + g * ld + 16 * b, acc[g][b]);
-}
-
-// outs[g][c + 16 * k + l] = sum over j < n of w[g * ld + j] * V[j][c + 16 * k + l] for k < C
-// column chunks (the last one masked by m), in key order (one FMA chain per lane).
-// F16 and kMasked (the last chunk is partial) are template parameters: a run-time test or a
-// masked load in the loop makes GCC keep the accumulators in memory.
-template <int G, int C, bool F16, bool kMasked>
-inline void vsum_block512(const float* w, int64_t ld, int64_t n, const uint8_t* vbase,
-                          size_t vstride, int64_t c, __mmask16 m, float* const* outs) {
-  __m512 acc[G][C];
-  for (int g = 0; g < G; ++g)
-    for (int k = 0; k < C; ++k) acc[g][k] = _mm512_setzero_ps();
-  for (int64_t j = 0; j < n; ++j) {
-    __m512 vv[C];
-    for (int k = 0; k < C; ++k)
-      if (kMasked && k == C - 1)
-        vv[k] = load_row(vbase + size_t(j) * vstride, F16, c + 16 * k, m);
-      else
-        vv[k] = F16 ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                          reinterpret_cast<const uint16_t*>(vbase + size_t(j) * vstride) + c + 16 * k)))
-                    : _mm512_loadu_ps(reinterpret_cast<const float*>(vbase + size_t(j) * vstride) + c + 16 * k);
-    for (int g = 0; g < G; ++g) {
-      const __m512 wv = _mm512_set1_ps(w[g * ld + j]);
-      for (int k = 0; k < C; ++k) acc[g][k] = _mm512_fmadd_ps(wv, vv[k], acc[g][k]);
-    }
-  }
-  for (int g = 0; g < G; ++g)
-    for (int k = 0; k < C; ++k)
-      _mm512_mask_storeu_ps(outs[g] + c + 16 * k, k == C - 1 ? m : __mmask16(0xFFFF), acc[g][k]);
-}
-
-// Prefetches bytes [from, to) of a K or V head's rows, clipped at end, one line at a time, into
-// L1 or L2.
-inline void prefetch_rows(const uint8_t* base, size_t from, size_t to, size_t end, bool l1) {
-  for (size_t o = from; o < std::min(to, end); o += 64)
-    if (l1)
-      _mm_prefetch((const char*)(base + o), _MM_HINT_T0);
+struct AttnVec {
+  using F = __m512;
+  using Mask = __mmask16;
+  static constexpr int W = 16;
+  static constexpr bool kTransposeKeys = true;
+  // Query rows per tile: 8 x 2 score accumulators and the broadcasts fit the 32 registers.
+  static constexpr int kRows = 8;
+  static constexpr int score_blocks(int) { return 2; }
+  static constexpr int kValueRows = 8;
+  // Few rows (a decode step's heads of one KV head) sum more columns a pass: up to all 128 of
+  // a head in one pass over the V rows, which decode streams from memory. 5-8 rows take 48
+  // columns a pass (24 accumulators), not 32: one core of AMD Zen 4, 512-token prompt, a layer
+  // of qwen2.5-0.5b 5.95 -> 5.66 ms, qwen3-0.6b 12.85 -> 12.5.
+  static constexpr int value_chunks(int g) { return g <= 2 ? 8 : g <= 4 ? 4 : 3; }
+  static Mask tail(int64_t n) { return tail_mask(n); }
+  static F zero() { return _mm512_setzero_ps(); }
+  static F set1(float x) { return _mm512_set1_ps(x); }
+  static F load(const float* p) { return _mm512_load_ps(p); }
+  static void store(float* p, F x) { _mm512_store_ps(p, x); }
+  static void storeu(float* p, F x) { _mm512_storeu_ps(p, x); }
+  static void store_part(float* p, F x, Mask m) { _mm512_mask_storeu_ps(p, m, x); }
+  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  // W elements from element i of an F16 or F32 row, as f32.
+  template <bool F16>
+  static F row(const uint8_t* r, int64_t i) {
+    if constexpr (F16)
+      return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(r) + i)));
     else
-      _mm_prefetch((const char*)(base + o), _MM_HINT_T1);
-}
-
-// score_block's scores straight from the K rows: each 16 x 16 chunk transposed in registers and
-// used at once, in the same FMA order. For a work item of one tile (a decode step), where a
-// transposed copy would be written and read back once: at long contexts that copy (1 MiB a KV
-// head at 2K tokens) went through L3.
-// A decode step finds its K and V rows in memory (the weights streamed since evicted them), so
-// each key block fetches the K rows kAhead blocks on into L1 and its own V rows into L2 for the
-// weighted sum that follows: after a 608-token prompt, a layer's attention qwen2.5-0.5b 40 ->
-// 29 us, qwen3-0.6b 169 -> 155 (rows in cache: qwen3's 512 keys 104 -> 111 us on one thread).
-template <int G>
-inline void score_direct(const float* q, int64_t hd, const uint8_t* kbase, size_t kstride, bool f16,
-                         int64_t n, float* s, int64_t ld, const uint8_t* vbase, size_t vstride) {
-  constexpr int64_t kAhead = 2;
-  const size_t kblock = 16 * kstride, vblock = 16 * vstride, kend = size_t(n) * kstride,
-               vend = size_t(n) * vstride;
-  prefetch_rows(kbase, 0, kAhead * kblock, kend, true);
-  for (int64_t b = 0; b < (n + 15) / 16; ++b) {
-    prefetch_rows(kbase, size_t(b + kAhead) * kblock, size_t(b + kAhead + 1) * kblock, kend, true);
-    prefetch_rows(vbase, size_t(b) * vblock, size_t(b + 1) * vblock, vend, false);
-    __m512 acc[G];
-    for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
-    for (int64_t i0 = 0; i0 < hd; i0 += 16) {
-      __m512 r[16];
-      key_chunk(kbase, kstride, f16, n, hd, b, i0, r);
-      if (hd - i0 >= 16) {
-#pragma GCC unroll 16
-        for (int c = 0; c < 16; ++c)
-          for (int g = 0; g < G; ++g)
-            acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + i0 + c]), r[c], acc[g]);
-      } else {
-        for (int64_t c = 0; c < hd - i0; ++c)
-          for (int g = 0; g < G; ++g)
-            acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + i0 + c]), r[c], acc[g]);
-      }
-    }
-    for (int g = 0; g < G; ++g) _mm512_storeu_ps(s + g * ld + 16 * b, acc[g]);
+      return _mm512_loadu_ps(reinterpret_cast<const float*>(r) + i);
   }
-}
-
-// The keys of a tile: transposed in kt (transpose_keys) or, when kt is null, read from their
-// rows (score_direct).
-struct TileKeys {
-  const float* kt;
-  const uint8_t* kbase;
-  size_t kstride;
-  bool f16;
+  // The lanes of m (zero elsewhere).
+  static F row_part(const uint8_t* r, bool f16, int64_t i, Mask m) {
+    if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(r) + i));
+    return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(r) + i);
+  }
+  static F round_f16(F x) { return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
+  static void transpose(F* r) { transpose16(r); }
+  static void softmax(int64_t n, float* s, float scale) { softmax512(n, s, scale); }
 };
 
-// G query rows (q rows, already rounded as the K type needs; row g attends to its first n[g]
-// keys) against the first n_all = max n[g] keys: scores, softmax, weighted V sum into outs[g].
-// A row's weights past its own n are zero, so its sums are exactly those over its n keys.
-template <int G, bool VF16>
-void heads_tile(const float* q, int64_t hd, const TileKeys& k, float* s, int64_t ld, const int64_t* n,
-                int64_t n_all, float scale, const uint8_t* vbase, size_t vstride, int64_t hdv,
-                float* const* outs) {
-  const int64_t nkb = (n_all + 15) / 16;
-  if (k.kt) {
-    int64_t b = 0;
-    for (; b + 2 <= nkb; b += 2) score_block<G, 2>(q, hd, k.kt + b * hd * 16, s + 16 * b, ld);
-    if (b < nkb) score_block<G, 1>(q, hd, k.kt + b * hd * 16, s + 16 * b, ld);
-  } else {
-    score_direct<G>(q, hd, k.kbase, k.kstride, k.f16, n_all, s, ld, vbase, vstride);
-  }
-  for (int g = 0; g < G; ++g) {
-    softmax512(n[g], s + g * ld, scale);
-    for (int64_t j = n[g]; j < n_all; ++j) s[g * ld + j] = 0.0f;
-  }
-  // Few rows (a decode step's heads of one KV head) sum more columns a pass: up to all 128 of a
-  // head in one pass over the V rows, which decode streams from memory (G * VC accumulators and
-  // VC value vectors fit the 32 registers). Each lane's chain is the same in any chunking. 5-8
-  // rows take 48 columns a pass (24 accumulators), not 32: one core of AMD Zen 4, 512-token
-  // prompt, a layer of qwen2.5-0.5b 5.95 -> 5.66 ms, qwen3-0.6b 12.85 -> 12.5.
-  constexpr int VC = G <= 2 ? 8 : G <= 4 ? 4 : 3;
-  int64_t c = 0;
-  if constexpr (VC > 2)
-    for (; c + 16 * VC <= hdv; c += 16 * VC)
-      vsum_block512<G, VC, VF16, false>(s, ld, n_all, vbase, vstride, c, __mmask16(0xFFFF), outs);
-  for (; c + 32 < hdv; c += 32)
-    vsum_block512<G, 2, VF16, false>(s, ld, n_all, vbase, vstride, c, __mmask16(0xFFFF), outs);
-  if (hdv - c == 32)
-    vsum_block512<G, 2, VF16, false>(s, ld, n_all, vbase, vstride, c, __mmask16(0xFFFF), outs);
-  else if (hdv - c > 16)
-    vsum_block512<G, 2, VF16, true>(s, ld, n_all, vbase, vstride, c, tail_mask(hdv - c - 16), outs);
-  else if (hdv - c == 16)
-    vsum_block512<G, 1, VF16, false>(s, ld, n_all, vbase, vstride, c, __mmask16(0xFFFF), outs);
-  else if (hdv > c)
-    vsum_block512<G, 1, VF16, true>(s, ld, n_all, vbase, vstride, c, tail_mask(hdv - c), outs);
-}
-
-using HeadsTileFn = void (*)(const float*, int64_t, const TileKeys&, float*, int64_t, const int64_t*,
-                             int64_t, float, const uint8_t*, size_t, int64_t, float* const*);
-template <bool VF16>
-constexpr HeadsTileFn kHeadsTile[9] = {
-    nullptr,                 heads_tile<1, VF16>, heads_tile<2, VF16>,
-    heads_tile<3, VF16>,     heads_tile<4, VF16>, heads_tile<5, VF16>,
-    heads_tile<6, VF16>,     heads_tile<7, VF16>, heads_tile<8, VF16>};
-
-// Query rows per heads_tile: up to 8 (8 x 2 score accumulators and the broadcasts fit the 32
-// registers). A tile takes one token's query heads of a KV head (GQA) and, when there are fewer
-// than 8 of them, the same heads of the next tokens too, so every K and V load feeds up to 8 rows
-// (qwen3-0.6b has 2 query heads per KV head: one token alone left the loops load-bound).
-constexpr int64_t kAttnRows = 8;
-
-void attn_block512(const float* q, const int32_t* pos, int64_t t0, int64_t t1, int64_t hk,
-                   const KvRegion& k, const KvRegion& v, const AttnParams& p, float* out) {
-  const int64_t hd = p.head_dim, hdv = p.head_dim_v, G = p.n_head / p.n_head_kv;
-  const bool kf16 = k.type == GgmlType::F16, vf16 = v.type == GgmlType::F16;
-  int64_t n_max = 0;
-  for (int64_t t = t0; t < t1; ++t) n_max = int64_t(pos[t]) + 1 > n_max ? int64_t(pos[t]) + 1 : n_max;
-  const int64_t nkb_max = (n_max + 15) / 16, ld = nkb_max * 16;
-  float* s = ops_scratch(1, size_t(kAttnRows * ld));
-  float* qr = ops_scratch(2, size_t(kAttnRows * hd));
-  const int64_t gn_max = G < kAttnRows ? G : kAttnRows;
-  const int64_t tq_max = kAttnRows / gn_max;  // tokens per tile
-  // Several tiles share the keys transposed once; a single tile (a decode step) reads them from
-  // their rows.
-  const bool one_tile = G <= kAttnRows && t1 - t0 <= tq_max;
-  TileKeys keys{nullptr, kv_row(k, hk, 0), k.row_bytes, kf16};
-  if (!one_tile) {
-    float* kt = ops_scratch(0, size_t(nkb_max * hd * 16));
-    transpose_keys(keys.kbase, keys.kstride, kf16, n_max, hd, kt);
-    keys.kt = kt;
-  }
-  const uint8_t* vbase = kv_row(v, hk, 0);
-  for (int64_t ta = t0; ta < t1; ta += tq_max) {
-    const int64_t tq = t1 - ta < tq_max ? t1 - ta : tq_max;
-    for (int64_t g0 = 0; g0 < G; g0 += gn_max) {
-      const int64_t gn = G - g0 < gn_max ? G - g0 : gn_max;
-      int64_t n[kAttnRows], n_all = 0;
-      float* outs[kAttnRows];
-      for (int64_t tt = 0; tt < tq; ++tt)
-        for (int64_t g = 0; g < gn; ++g) {
-          const int64_t r = tt * gn + g, t = ta + tt, h = hk * G + g0 + g;
-          n[r] = int64_t(pos[t]) + 1;
-          n_all = n[r] > n_all ? n[r] : n_all;
-          outs[r] = out + (t * p.n_head + h) * hdv;
-          // The query as the dot product sees it: rounded to F16 for an F16 cache.
-          const float* src = q + (t * p.n_head + h) * hd;
-          for (int64_t i = 0; i < hd; i += 16) {
-            const __mmask16 m = tail_mask(hd - i);
-            __m512 x = _mm512_maskz_loadu_ps(m, src + i);
-            if (kf16) x = _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-            _mm512_mask_storeu_ps(qr + r * hd + i, m, x);
-          }
-        }
-      (vf16 ? kHeadsTile<true> : kHeadsTile<false>)[tq * gn](qr, hd, keys, s, ld, n, n_all, p.scale,
-                                                             vbase, v.row_bytes, hdv, outs);
-    }
-  }
-}
-
 }  // namespace
+}  // namespace minfer::cpu
+
+#include "backend/cpu/attn_tiles.h"
+
+namespace minfer::cpu {
 
 OpsKernels ops_avx512() {
   OpsKernels k;
@@ -470,7 +238,7 @@ OpsKernels ops_avx512() {
   // add and mul: the AVX2 bodies. They run at memory speed either way, and 64-byte loads of
   // unaligned rows split cache lines (measured 15% slower on unaligned buffers).
   k.rope = &rope512;
-  k.attn_block = &attn_block512;
+  k.attn_block = &attn_block_simd<>;
   k.to_f16 = &to_f16_512;
   return k;
 }
