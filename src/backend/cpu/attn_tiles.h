@@ -14,6 +14,11 @@
 // - key rows (AVX2): each lane of a score's accumulator sums the dimensions i = lane (mod W) in
 //   order, and the lanes are added in a fixed tree (AttnVec::sum4). An 8 x 8 transpose costs 24
 //   shuffles, more than the FMAs of a decode step's 2 query rows (qwen3-0.6b) use its keys for.
+//
+// AttnVec provides: F, Mask, W, kRows, kValueRows, value_chunks(g), kTransposeKeys, tail, zero,
+// set1, load, store, storeu, store_part, fma, row<F16>, row_part, round_f16, softmax; with
+// kTransposeKeys also transpose and score_blocks(g), without it sum4. The functions of one form
+// take AttnVec as a template parameter V only so that the other form's are never instantiated.
 #ifndef MINFER_ATTN_TILES_BODY
 #define MINFER_ATTN_TILES_BODY
 
@@ -322,7 +327,10 @@ void attn_block_simd(const float* q, const int32_t* pos, int64_t t0, int64_t t1,
       const uint8_t* row = keys.kbase + size_t(j) * keys.kstride;
       int64_t i = 0;
       for (; i + kW <= hd; i += kW) AttnVec::storeu(kf + j * hd + i, AttnVec::row<true>(row, i));
-      if (i < hd) AttnVec::store_part(kf + j * hd + i, AttnVec::row_part(row, true, i, AttnVec::tail(hd - i)), AttnVec::tail(hd - i));
+      if (i < hd) {
+        const AttnVec::Mask m = AttnVec::tail(hd - i);
+        AttnVec::store_part(kf + j * hd + i, AttnVec::row_part(row, true, i, m), m);
+      }
     }
     keys = {nullptr, reinterpret_cast<const uint8_t*>(kf), size_t(hd) * sizeof(float), false};
   }
