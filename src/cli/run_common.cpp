@@ -1,7 +1,5 @@
 #include "cli/run_common.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
@@ -15,6 +13,7 @@
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "runtime/cpu_count.h"
+#include "runtime/memory_limit.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::cli {
@@ -140,21 +139,6 @@ Loaded load_model(const std::string& path, Log& log) {
   return l;
 }
 
-// The memory this process may use: physical RAM, or less under a cgroup limit (containers).
-static double usable_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  double mem = pages > 0 && page > 0 ? double(pages) * double(page) : 0;
-  for (const char* f : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
-    std::ifstream in(f);
-    std::string v;
-    if (!(in >> v) || v == "max") continue;
-    char* end = nullptr;
-    const double lim = std::strtod(v.c_str(), &end);
-    if (end && *end == '\0' && lim > 0 && (mem == 0 || lim < mem)) mem = lim;
-  }
-  return mem;
-}
-
 int64_t choose_n_ctx(const runtime::Model& m, int64_t requested, GgmlType kv_type) {
   const auto& hp = m.hparams();
   if (requested > 0) {
@@ -167,7 +151,7 @@ int64_t choose_n_ctx(const runtime::Model& m, int64_t requested, GgmlType kv_typ
   const double per_token = double(hp.n_layer) * double(hp.n_embd_k() + hp.n_embd_v()) *
                            double(type_traits(kv_type).type_size) /
                            double(type_traits(kv_type).block_size);
-  const double mem = usable_memory_bytes();
+  const double mem = runtime::usable_memory_bytes();
   if (mem > 0 && per_token > 0) {
     const double budget = mem / 4;
     n = std::min<int64_t>(n, std::max<int64_t>(256, int64_t(budget / per_token)));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "backend/cpu/backend.h"
 #include "backend/cpu/kernels.h"
 #include "common/error.h"
 #include "graph/cache.h"
@@ -11,6 +12,7 @@
 #include "models/llama_graph.h"
 #include "runtime/cpu_backend.h"
 #include "runtime/cpu_count.h"
+#include "runtime/memory_limit.h"
 #include "runtime/model.h"
 #include "runtime/node_trace.h"
 #include "sched/alloc.h"
@@ -77,6 +79,13 @@ Context::Context(const Model& model, ContextParams params)
   // paid with the model's load, as llama.cpp does, not inside the first prompt's time (470 MB
   // for qwen3-0.6b at 4096 tokens: a 2007-token prompt measured 17 % slower when the kernel
   // had to find huge pages during it).
+  uint64_t kv_bytes = 0;
+  for (int il = 0; il < hp.n_layer; ++il) {
+    const graph::KvMeta m = models::kv_meta(hp, params_.n_ctx, il);
+    kv_bytes += cpu::kv_region_bytes(params_.kv_type, m.k_width, m.n_ctx, m.n_head_kv) +
+                cpu::kv_region_bytes(params_.kv_type, m.v_width, m.n_ctx, m.n_head_kv);
+  }
+  check_kv_fits(kv_bytes, params_.n_ctx, usable_memory_bytes());
   for (int il = 0; il < hp.n_layer; ++il) {
     const graph::KvMeta m = models::kv_meta(hp, params_.n_ctx, il);
     impl_->kv.ensure_layer(m.layer, m.k_width, m.v_width, m.n_ctx, m.n_head_kv);

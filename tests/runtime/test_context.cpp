@@ -15,6 +15,7 @@
 #include "common/test_data.h"
 #include "graph/ir.h"
 #include "runtime/context.h"
+#include "runtime/memory_limit.h"
 #include "runtime/model.h"
 
 using namespace minfer;
@@ -172,6 +173,31 @@ TEST(Context, BadInputsAreErrors) {
   cp.kv_type = GgmlType::Q8_0;
   EXPECT_NO_THROW(runtime::Context(model("tiny-qwen2-q8_0.gguf"), cp));  // heads of 32
   EXPECT_THROW(runtime::Context(model("stories260K.gguf"), cp), Error);  // heads of 8
+}
+
+// A KV cache larger than the memory is refused before anything is allocated (zeroing it would
+// otherwise end in the OOM killer), with the sizes in the message.
+TEST(Context, KvCacheBeyondMemoryIsAnError) {
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  EXPECT_NO_THROW(runtime::check_kv_fits(uint64_t(2 * gib), 4096, 2 * gib));
+  EXPECT_NO_THROW(runtime::check_kv_fits(uint64_t(100 * gib), 4096, 0));  // memory unknown
+  try {
+    runtime::check_kv_fits(uint64_t(96.1 * gib), 900008, 23.5 * gib);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("900008 tokens"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("96.1 GiB"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("23.5 GiB"), std::string::npos) << msg;
+  }
+  EXPECT_GT(runtime::usable_memory_bytes(), 0.0);
+  // Through the context: stories260K's 5 layers of 2 x 64 F16 values a token (1280 bytes), at
+  // the largest context a machine's memory allows and one token more.
+  MINFER_REQUIRE_SHARED();
+  const double mem = runtime::usable_memory_bytes();
+  runtime::ContextParams cp;
+  cp.n_ctx = int64_t(mem / 1280) + 1;
+  EXPECT_THROW(runtime::Context(model("stories260K.gguf"), cp), Error);
 }
 
 // F16 and Q8_0 KV caches stay close to the F32 one (README: an F16 KV cache moves F32
