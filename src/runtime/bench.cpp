@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "runtime/context.h"
+#include "runtime/generate.h"
 #include "runtime/model.h"
 
 namespace minfer::runtime {
@@ -48,12 +49,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Seconds for one run of the test from an empty cache: ids[0, depth) prefilled untimed, the
-// test's tokens after them.
+// Seconds for one run of the test from an empty cache: ids[0, depth) prefilled untimed in
+// batches of GenerateOptions' default 512 (a deep context in one batch would size every
+// activation buffer for it), the test's tokens after them.
 double run_once(Context& ctx, const std::vector<int32_t>& ids, const BenchTest& t, int64_t n_gen) {
   ctx.truncate(0);
-  const size_t d = size_t(t.n_depth);
-  if (d > 0) ctx.decode(std::span<const int32_t>(ids.data(), d), 1);
+  const size_t d = size_t(t.n_depth), batch = size_t(GenerateOptions{}.n_batch);
+  for (size_t i = 0; i < d; i += batch)
+    ctx.decode(std::span<const int32_t>(ids.data() + i, std::min(batch, d - i)), 1);
   const auto t0 = Clock::now();
   if (t.n_prompt > 0) {
     ctx.decode(std::span<const int32_t>(ids.data() + d, size_t(t.n_prompt)), 1);

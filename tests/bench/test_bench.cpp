@@ -98,5 +98,12 @@ TEST(Bench, StoriesFootprintAndRun) {
   EXPECT_EQ(ctx.n_past(), 0);
   EXPECT_THROW(rt::run_bench(ctx, rt::tg_test(3, 14), 1, 1), minfer::Error);
   EXPECT_THROW(rt::run_bench(ctx, rt::pp_test(8, 9), 1, 1), minfer::Error);
+  // A depth past one prefill batch (512) fills the cache in batches.
+  cp.n_ctx = 1100;
+  rt::Context deep(*m, cp);
+  const auto p = rt::run_bench(deep, rt::pp_test(4, 1096), 1, 1);
+  EXPECT_EQ(p.test, "pp4 @ d1096");
+  ASSERT_EQ(p.samples_ts.size(), 1u);
+  EXPECT_EQ(deep.n_past(), 0);
   EXPECT_THROW(rt::run_bench(ctx, rt::pp_test(4), 0, 1), minfer::Error);
 }
