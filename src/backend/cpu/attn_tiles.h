@@ -5,20 +5,22 @@
 // file. Internal linkage and no standard-library templates, as simd_tiles.h.
 //
 // A work item is a block of tokens x one KV head; up to AttnVec::kRows query rows (the group's
-// heads, and the next tokens' when a group is smaller) share every key and value load. Scores
-// take one of two forms, the same for a decode step and a prompt (a token's output does not
-// depend on its batch):
-// - transposed keys (AttnVec::kTransposeKeys, AVX-512): the keys the block needs are converted
-//   to f32 and transposed once (W keys per vector), so each score is one FMA chain over the
-//   dimensions with no horizontal sum;
-// - key rows (AVX2): each lane of a score's accumulator sums the dimensions i = lane (mod W) in
-//   order, and the lanes are added in a fixed tree (AttnVec::sum4). An 8 x 8 transpose costs 24
-//   shuffles, more than the FMAs of a decode step's 2 query rows (qwen3-0.6b) use its keys for.
+// heads, and the next tokens' when a group is smaller) share every key and value load. A prompt's
+// block converts the keys it needs to f32 and transposes them once (W keys per vector, kt); a
+// single tile (a decode step) reads the key rows. Scores take one of two summation orders, each
+// the same for a decode step and a prompt (a token's output does not depend on its batch):
+// - one FMA chain per score over the dimensions (AVX-512): from kt in prompts (score_block), from
+//   16 x 16 chunks transposed in registers in decode (score_direct);
+// - lane sums (AttnVec::kLaneSums, AVX2): lane l sums the dimensions l, l + 8, ... in order and
+//   the lanes are added in a fixed tree (AttnVec::sum4): from the key rows in decode
+//   (score_rows: an 8 x 8 transpose costs 24 shuffles, more than the FMAs a decode step's 2 query
+//   rows of qwen3-0.6b spend on those keys), from kt with one chain per lane class in prompts
+//   (score_block_lanes).
 //
-// AttnVec provides: F, Mask, W, kRows, kValueRows, value_chunks(g), kTransposeKeys, tail, zero,
-// set1, load, store, storeu, store_part, fma, row<F16>, row_part, round_f16, softmax; with
-// kTransposeKeys also transpose and score_blocks(g), without it sum4. The functions of one form
-// take AttnVec as a template parameter V only so that the other form's are never instantiated.
+// AttnVec provides: F, Mask, W, kRows, kValueRows, value_chunks(g), score_blocks(g), kLaneSums,
+// tail, zero, set1, load, store, storeu, store_part, fma, row<F16>, row_part, round_f16,
+// transpose, softmax; with kLaneSums also add and sum4. The functions of one order take AttnVec
+// as a template parameter V only so that the other order's are never instantiated.
 #ifndef MINFER_ATTN_TILES_BODY
 #define MINFER_ATTN_TILES_BODY
 
@@ -29,7 +31,6 @@ using AF = AttnVec::F;
 constexpr int kW = AttnVec::W;
 
 // r[c] lane l = K[W b + l][i0 + c] (f32) for keys < n (zero beyond), dims < hd.
-template <class V = AttnVec>
 inline void key_chunk(const uint8_t* kbase, size_t kstride, bool f16, int64_t n, int64_t hd,
                       int64_t b, int64_t i0, AF* r) {
   const bool full = hd - i0 >= kW;
@@ -41,18 +42,17 @@ inline void key_chunk(const uint8_t* kbase, size_t kstride, bool f16, int64_t n,
            : f16   ? AttnVec::row<true>(row, i0)
                    : AttnVec::row<false>(row, i0);
   }
-  V::transpose(r);
+  AttnVec::transpose(r);
 }
 
 // kt[b][i][l] = K[W b + l][i] (f32) for keys < n (zero beyond), dims < hd.
-template <class V = AttnVec>
 inline void transpose_keys(const uint8_t* kbase, size_t kstride, bool f16, int64_t n, int64_t hd, float* kt) {
   const int64_t nb = (n + kW - 1) / kW;
   for (int64_t b = 0; b < nb; ++b) {
     float* out = kt + b * hd * kW;
     for (int64_t i0 = 0; i0 < hd; i0 += kW) {
       AF r[kW];
-      key_chunk<V>(kbase, kstride, f16, n, hd, b, i0, r);
+      key_chunk(kbase, kstride, f16, n, hd, b, i0, r);
       // A whole chunk stores straight from the registers: with a run-time count GCC spilled
       // the 16 vectors and copied them with rep movsq (30 % of this function's time).
       if (hd - i0 >= kW) {
@@ -204,6 +204,41 @@ inline void score_rows(const float* q, int64_t hd, const uint8_t* kbase, size_t 
   }
 }
 
+// score_rows' scores from transposed keys (kt, W = 8 keys a vector), bit for bit: lane class c
+// of score_rows4's accumulators sums dimensions c, c + 8, ... in order; here each class is its
+// own FMA chain across B key blocks and G rows, and the classes are added as sum4's vhaddps tree
+// adds the lanes: ((c0 + c1) + (c2 + c3)) + ((c4 + c5) + (c6 + c7)). A prompt's tiles then read
+// each key as a broadcast-free vector, as the AVX-512 score_block does, while a decode step
+// keeps the key rows (no transpose for a single tile's 2 query rows).
+template <int G, int B, class V = AttnVec>
+inline void score_block_lanes(const float* q, int64_t hd, const float* kt, float* s, int64_t ld) {
+  static_assert(V::W == 8, "the tree is sum4's, over 8 lanes");
+  alignas(32) float part[8][G][B][8];
+  for (int c = 0; c < 8; ++c) {
+    typename V::F acc[G][B];
+    for (int g = 0; g < G; ++g)
+      for (int b = 0; b < B; ++b) acc[g][b] = V::zero();
+    for (int64_t i = c; i < hd; i += 8) {
+      typename V::F kv[B];
+      for (int b = 0; b < B; ++b) kv[b] = V::load(kt + (b * hd + i) * kW);
+      for (int g = 0; g < G; ++g) {
+        const typename V::F qv = V::set1(q[g * hd + i]);
+        for (int b = 0; b < B; ++b) acc[g][b] = V::fma(qv, kv[b], acc[g][b]);
+      }
+    }
+    for (int g = 0; g < G; ++g)
+      for (int b = 0; b < B; ++b) V::store(part[c][g][b], acc[g][b]);
+  }
+  for (int g = 0; g < G; ++g)
+    for (int b = 0; b < B; ++b) {
+      typename V::F p[8];
+      for (int c = 0; c < 8; ++c) p[c] = V::load(part[c][g][b]);
+      const typename V::F lo = V::add(V::add(p[0], p[1]), V::add(p[2], p[3]));
+      const typename V::F hi = V::add(V::add(p[4], p[5]), V::add(p[6], p[7]));
+      V::storeu(s + g * ld + kW * b, V::add(lo, hi));
+    }
+}
+
 // The keys of a tile: transposed in kt (transpose_keys) or, when kt is null, read from their
 // rows (score_direct, score_rows).
 struct TileKeys {
@@ -213,12 +248,21 @@ struct TileKeys {
   bool f16;
 };
 
-// Scores of G query rows against the first n_all keys, in the form of the ISA.
+// Scores of G query rows against the first n_all keys, in the ISA's order.
 template <int G, class V = AttnVec>
 inline void score_tile(const float* q, int64_t hd, const TileKeys& k, float* s, int64_t ld, int64_t n_all,
                        const uint8_t* vbase, size_t vstride) {
-  if constexpr (!V::kTransposeKeys) {
-    score_rows<G>(q, hd, k.kbase, k.kstride, k.f16, n_all, s, ld);
+  if constexpr (V::kLaneSums) {
+    if (k.kt) {
+      const int64_t nkb = (n_all + kW - 1) / kW;
+      constexpr int B = V::score_blocks(G);
+      int64_t b = 0;
+      if constexpr (B > 1)
+        for (; b + B <= nkb; b += B) score_block_lanes<G, B>(q, hd, k.kt + b * hd * kW, s + kW * b, ld);
+      for (; b < nkb; ++b) score_block_lanes<G, 1>(q, hd, k.kt + b * hd * kW, s + kW * b, ld);
+    } else {
+      score_rows<G>(q, hd, k.kbase, k.kstride, k.f16, n_all, s, ld);
+    }
   } else if (k.kt) {
     const int64_t nkb = (n_all + kW - 1) / kW;
     constexpr int B = V::score_blocks(G);
@@ -298,7 +342,6 @@ HeadsTileFn heads_tile_fn(int64_t rows) {
 // A tile takes one token's query heads of a KV head (GQA) and, when there are fewer than kRows
 // of them, the same heads of the next tokens too, so every K and V load feeds up to kRows rows
 // (qwen3-0.6b has 2 query heads per KV head: one token alone left the loops load-bound).
-template <class V = AttnVec>
 void attn_block_simd(const float* q, const int32_t* pos, int64_t t0, int64_t t1, int64_t hk,
                      const KvRegion& k, const KvRegion& v, const AttnParams& p, float* out) {
   constexpr int64_t kRows = AttnVec::kRows;
@@ -315,24 +358,10 @@ void attn_block_simd(const float* q, const int32_t* pos, int64_t t0, int64_t t1,
   // tile (a decode step) reads them from their rows.
   const bool one_tile = G <= kRows && t1 - t0 <= tq_max;
   TileKeys keys{nullptr, kv_row(k, hk, 0), k.row_bytes, kf16};
-  if constexpr (V::kTransposeKeys) {
-    if (!one_tile) {
-      float* kt = thread_scratch_array<float>(ScratchSlot::AttnKeys, size_t(nkb_max * hd * kW));
-      transpose_keys<V>(keys.kbase, keys.kstride, kf16, n_max, hd, kt);
-      keys.kt = kt;
-    }
-  } else if (!one_tile && kf16) {
-    float* kf = thread_scratch_array<float>(ScratchSlot::AttnKeys, size_t(n_max * hd));
-    for (int64_t j = 0; j < n_max; ++j) {
-      const uint8_t* row = keys.kbase + size_t(j) * keys.kstride;
-      int64_t i = 0;
-      for (; i + kW <= hd; i += kW) AttnVec::storeu(kf + j * hd + i, AttnVec::row<true>(row, i));
-      if (i < hd) {
-        const AttnVec::Mask m = AttnVec::tail(hd - i);
-        AttnVec::store_part(kf + j * hd + i, AttnVec::row_part(row, true, i, m), m);
-      }
-    }
-    keys = {nullptr, reinterpret_cast<const uint8_t*>(kf), size_t(hd) * sizeof(float), false};
+  if (!one_tile) {
+    float* kt = thread_scratch_array<float>(ScratchSlot::AttnKeys, size_t(nkb_max * hd * kW));
+    transpose_keys(keys.kbase, keys.kstride, kf16, n_max, hd, kt);
+    keys.kt = kt;
   }
   const uint8_t* vbase = kv_row(v, hk, 0);
   for (int64_t ta = t0; ta < t1; ta += tq_max) {

@@ -15,6 +15,8 @@
 #pragma GCC target("avx2,fma,f16c")
 #pragma GCC optimize("fp-contract=off")
 
+#include "backend/cpu/avx2_transpose.h"
+
 namespace minfer::cpu {
 namespace {
 
@@ -134,11 +136,12 @@ struct AttnVec {
   using F = __m256;
   using Mask = int;
   static constexpr int W = 8;
-  static constexpr bool kTransposeKeys = false;
+  static constexpr bool kLaneSums = true;
   static constexpr int kRows = 8;  // 4 measured slower in decode (qwen2.5: two passes over K and V)
   // The V sums take up to 4 rows a pass: G x VC value accumulators, VC value vectors and a
   // broadcast within 16 registers.
   static constexpr int kValueRows = 4;
+  static constexpr int score_blocks(int g) { return g <= 6 ? 2 : 1; }
   static constexpr int value_chunks(int g) { return g <= 2 ? 4 : 3; }
   static Mask tail(int64_t n) { return n >= 8 ? 8 : int(n); }
   static F zero() { return _mm256_setzero_ps(); }
@@ -148,6 +151,7 @@ struct AttnVec {
   static void storeu(float* p, F x) { _mm256_storeu_ps(p, x); }
   static void store_part(float* p, F x, Mask m) { _mm256_maskstore_ps(p, lanes_below(m), x); }
   static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
   // W elements from element i of an F16 or F32 row, as f32.
   template <bool F16>
   static F row(const uint8_t* r, int64_t i) {
@@ -169,6 +173,7 @@ struct AttnVec {
     const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
   }
+  static void transpose(F* r) { transpose8(r); }
   static void softmax(int64_t n, float* s, float scale) { softmax_avx2()(n, s, scale); }
 };
 
@@ -185,7 +190,7 @@ OpsKernels ops_avx2() {
   k.add = &add256;
   k.mul = &mul256;
   k.rope = &rope256;
-  k.attn_block = &attn_block_simd<>;
+  k.attn_block = &attn_block_simd;
   k.to_f16 = &to_f16_256;
   return k;
 }

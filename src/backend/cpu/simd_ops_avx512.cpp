@@ -189,7 +189,7 @@ struct AttnVec {
   using F = __m512;
   using Mask = __mmask16;
   static constexpr int W = 16;
-  static constexpr bool kTransposeKeys = true;
+  static constexpr bool kLaneSums = false;
   // Query rows per tile: 8 x 2 score accumulators and the broadcasts fit the 32 registers.
   static constexpr int kRows = 8;
   static constexpr int score_blocks(int) { return 2; }
@@ -238,7 +238,7 @@ OpsKernels ops_avx512() {
   // add and mul: the AVX2 bodies. They run at memory speed either way, and 64-byte loads of
   // unaligned rows split cache lines (measured 15% slower on unaligned buffers).
   k.rope = &rope512;
-  k.attn_block = &attn_block_simd<>;
+  k.attn_block = &attn_block_simd;
   k.to_f16 = &to_f16_512;
   return k;
 }
