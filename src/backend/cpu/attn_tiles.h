@@ -207,9 +207,9 @@ inline void score_rows(const float* q, int64_t hd, const uint8_t* kbase, size_t 
 // score_rows' scores from transposed keys (kt, W = 8 keys a vector), bit for bit: lane class c
 // of score_rows4's accumulators sums dimensions c, c + 8, ... in order; here each class is its
 // own FMA chain across B key blocks and G rows, and the classes are added as sum4's vhaddps tree
-// adds the lanes: ((c0 + c1) + (c2 + c3)) + ((c4 + c5) + (c6 + c7)). A prompt's tiles then read
-// each key as a broadcast-free vector, as the AVX-512 score_block does, while a decode step
-// keeps the key rows (no transpose for a single tile's 2 query rows).
+// adds the lanes: ((c0 + c1) + (c2 + c3)) + ((c4 + c5) + (c6 + c7)). A prompt's tiles then do
+// no horizontal sums, as the AVX-512 score_block, while a decode step keeps the key rows (no
+// transpose for a single tile's 2 query rows).
 template <int G, int B, class V = AttnVec>
 inline void score_block_lanes(const float* q, int64_t hd, const float* kt, float* s, int64_t ld) {
   static_assert(V::W == 8, "the tree is sum4's, over 8 lanes");
