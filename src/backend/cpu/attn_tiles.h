@@ -248,28 +248,28 @@ struct TileKeys {
   bool f16;
 };
 
+// Scores of G query rows against B transposed key blocks from block b, in the ISA's order.
+template <int G, int B, class V = AttnVec>
+inline void score_kt(const float* q, int64_t hd, const float* kt, float* s, int64_t ld, int64_t b) {
+  if constexpr (V::kLaneSums)
+    score_block_lanes<G, B>(q, hd, kt + b * hd * kW, s + kW * b, ld);
+  else
+    score_block<G, B>(q, hd, kt + b * hd * kW, s + kW * b, ld);
+}
+
 // Scores of G query rows against the first n_all keys, in the ISA's order.
 template <int G, class V = AttnVec>
 inline void score_tile(const float* q, int64_t hd, const TileKeys& k, float* s, int64_t ld, int64_t n_all,
                        const uint8_t* vbase, size_t vstride) {
-  if constexpr (V::kLaneSums) {
-    if (k.kt) {
-      const int64_t nkb = (n_all + kW - 1) / kW;
-      constexpr int B = V::score_blocks(G);
-      int64_t b = 0;
-      if constexpr (B > 1)
-        for (; b + B <= nkb; b += B) score_block_lanes<G, B>(q, hd, k.kt + b * hd * kW, s + kW * b, ld);
-      for (; b < nkb; ++b) score_block_lanes<G, 1>(q, hd, k.kt + b * hd * kW, s + kW * b, ld);
-    } else {
-      score_rows<G>(q, hd, k.kbase, k.kstride, k.f16, n_all, s, ld);
-    }
-  } else if (k.kt) {
+  if (k.kt) {
     const int64_t nkb = (n_all + kW - 1) / kW;
     constexpr int B = V::score_blocks(G);
     int64_t b = 0;
     if constexpr (B > 1)
-      for (; b + B <= nkb; b += B) score_block<G, B>(q, hd, k.kt + b * hd * kW, s + kW * b, ld);
-    for (; b < nkb; ++b) score_block<G, 1>(q, hd, k.kt + b * hd * kW, s + kW * b, ld);
+      for (; b + B <= nkb; b += B) score_kt<G, B>(q, hd, k.kt, s, ld, b);
+    for (; b < nkb; ++b) score_kt<G, 1>(q, hd, k.kt, s, ld, b);
+  } else if constexpr (V::kLaneSums) {
+    score_rows<G>(q, hd, k.kbase, k.kstride, k.f16, n_all, s, ld);
   } else {
     score_direct<G>(q, hd, k.kbase, k.kstride, k.f16, n_all, s, ld, vbase, vstride);
   }
