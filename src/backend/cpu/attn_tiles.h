@@ -354,8 +354,8 @@ void attn_block_simd(const float* q, const int32_t* pos, int64_t t0, int64_t t1,
   float* qr = thread_scratch_array<float>(ScratchSlot::AttnQueries, size_t(kRows * hd));
   const int64_t gn_max = G < kRows ? G : kRows;
   const int64_t tq_max = kRows / gn_max;  // tokens per tile
-  // Several tiles share the keys converted once (transposed, or F16 rows as f32 rows); a single
-  // tile (a decode step) reads them from their rows.
+  // Several tiles share the keys transposed once; a single tile (a decode step) reads them from
+  // their rows.
   const bool one_tile = G <= kRows && t1 - t0 <= tq_max;
   TileKeys keys{nullptr, kv_row(k, hk, 0), k.row_bytes, kf16};
   if (!one_tile) {
@@ -366,6 +366,11 @@ void attn_block_simd(const float* q, const int32_t* pos, int64_t t0, int64_t t1,
   const uint8_t* vbase = kv_row(v, hk, 0);
   for (int64_t ta = t0; ta < t1; ta += tq_max) {
     const int64_t tq = t1 - ta < tq_max ? t1 - ta : tq_max;
+    // The next tile's queries (their heads of this KV head lie together in each token's row)
+    // come from memory: fetched while this tile runs.
+    for (int64_t t = ta + tq_max; t < t1 && t < ta + 2 * tq_max; ++t)
+      prefetch_rows(reinterpret_cast<const uint8_t*>(q + (t * p.n_head + hk * G) * hd), 0,
+                    size_t(G * hd) * sizeof(float), size_t(G * hd) * sizeof(float), true);
     for (int64_t g0 = 0; g0 < G; g0 += gn_max) {
       const int64_t gn = G - g0 < gn_max ? G - g0 : gn_max;
       int64_t n[kRows], n_all = 0;
