@@ -148,9 +148,7 @@ int64_t choose_n_ctx(const runtime::Model& m, int64_t requested, GgmlType kv_typ
     return requested;
   }
   int64_t n = hp.n_ctx_train > 0 ? std::min<int64_t>(hp.n_ctx_train, 4096) : 4096;
-  const double per_token = double(hp.n_layer) * double(hp.n_embd_k() + hp.n_embd_v()) *
-                           double(type_traits(kv_type).type_size) /
-                           double(type_traits(kv_type).block_size);
+  const double per_token = double(runtime::kv_cache_bytes(hp, 1, kv_type));
   const double mem = runtime::usable_memory_bytes();
   if (mem > 0 && per_token > 0) {
     const double budget = mem / 4;

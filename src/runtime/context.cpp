@@ -4,7 +4,6 @@
 #include <chrono>
 #include <vector>
 
-#include "backend/cpu/backend.h"
 #include "backend/cpu/kernels.h"
 #include "common/error.h"
 #include "graph/cache.h"
@@ -80,15 +79,12 @@ Context::Context(const Model& model, ContextParams params)
   // paid with the model's load, as llama.cpp does, not inside the first prompt's time (470 MB
   // for qwen3-0.6b at 4096 tokens: a 2007-token prompt measured 17 % slower when the kernel
   // had to find huge pages during it).
-  std::vector<graph::KvMeta> layers;
-  uint64_t kv_bytes = 0;
+  check_kv_fits(kv_cache_bytes(hp, params_.n_ctx, params_.kv_type), params_.n_ctx,
+                usable_memory_bytes());  // before any is allocated
   for (int il = 0; il < hp.n_layer; ++il) {
-    const graph::KvMeta& m = layers.emplace_back(models::kv_meta(hp, params_.n_ctx, il));
-    kv_bytes += cpu::kv_region_bytes(params_.kv_type, m.k_width, m.n_ctx, m.n_head_kv) +
-                cpu::kv_region_bytes(params_.kv_type, m.v_width, m.n_ctx, m.n_head_kv);
+    const graph::KvMeta m = models::kv_meta(hp, params_.n_ctx, il);
+    impl_->kv.ensure_layer(m.layer, m.k_width, m.v_width, m.n_ctx, m.n_head_kv);
   }
-  check_kv_fits(kv_bytes, params_.n_ctx, usable_memory_bytes());  // before any is allocated
-  for (const graph::KvMeta& m : layers) impl_->kv.ensure_layer(m.layer, m.k_width, m.v_width, m.n_ctx, m.n_head_kv);
   impl_->trace = NodeTrace::from_env();
 }
 

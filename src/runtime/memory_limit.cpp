@@ -24,6 +24,12 @@ double usable_memory_bytes() {
   return mem;
 }
 
+uint64_t kv_cache_bytes(const models::HParams& hp, int64_t n_ctx, GgmlType kv_type) {
+  const auto& tt = type_traits(kv_type);
+  return uint64_t(n_ctx) * uint64_t(hp.n_layer) * uint64_t(hp.n_embd_k() + hp.n_embd_v()) *
+         uint64_t(tt.type_size) / uint64_t(tt.block_size);
+}
+
 void check_kv_fits(uint64_t kv_bytes, int64_t n_ctx, double mem_bytes) {
   if (mem_bytes <= 0 || double(kv_bytes) <= mem_bytes) return;
   const double gib = 1024.0 * 1024.0 * 1024.0;

@@ -4,10 +4,17 @@
 #pragma once
 #include <cstdint>
 
+#include "models/hparams.h"
+#include "quant/types.h"
+
 namespace minfer::runtime {
 
 // Physical RAM, or less under a cgroup memory limit (containers); 0 when unknown.
 double usable_memory_bytes();
+
+// Bytes of a KV cache of n_ctx tokens in kv_type for every layer of hp (its K and V rows whole
+// blocks of the type: Context checks that first).
+uint64_t kv_cache_bytes(const models::HParams& hp, int64_t n_ctx, GgmlType kv_type);
 
 // Error (naming the sizes and what to change) when a KV cache of kv_bytes for n_ctx tokens is
 // larger than mem_bytes; mem_bytes 0 (unknown) checks nothing.
