@@ -58,10 +58,13 @@ struct Acts {
   std::vector<uint8_t> q, tq;
   std::vector<float> d;
   std::vector<int32_t> c;
+  std::vector<int16_t> tw;  // tq widened (PackedAct::tw)
   std::vector<Q8KSums> ks;
   size_t stride = 0;
   int64_t tile = kActTile;  // act_tile of the token count, as matmul lays them out
-  PackedAct view() const { return {q.data(), stride, ks.data(), tq.data(), d.data(), c.data(), tile}; }
+  PackedAct view(bool wide = false) const {
+    return {q.data(), stride, ks.data(), tq.data(), d.data(), c.data(), tile, wide ? tw.data() : nullptr};
+  }
 };
 
 Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t cols) {
@@ -100,6 +103,8 @@ Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t col
       std::memcpy(a.tq.data() + 32 * i, blk + 2, 32);
     }
   }
+  a.tw.assign(a.tq.begin(), a.tq.end());
+  for (size_t e = 0; e < a.tw.size(); ++e) a.tw[e] = int8_t(a.tq[e]);
   return a;
 }
 
@@ -194,28 +199,42 @@ TEST_P(PackedTest, KQuantScalarKernelMatchesTheDequantizedDot) {
 }
 
 // AVX2, VNNI and AMX run the same integer sums and the same float steps: bit-identical results,
-// for token counts around the 16-token AMX tiles and the 8/4/1 VNNI (4/1 AVX2) tiles.
+// for token counts around the 16-token AMX tiles and the 8/4/1 VNNI (4/1 AVX2) tiles, with and
+// without the widened activations (AVX2's int16 Q8_0 prompt kernel), on rows of 5 and of 21
+// blocks (the int16 kernel's panels hold 16 blocks: one panel, and two with the float sums
+// continued across them).
 TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
   const GgmlType t = GetParam();
   std::mt19937 rng(11);
-  const int64_t rows = 48, cols = packed_kquant(t) ? 768 : 160, nb = cols / packed_block_cols(t);
-  Packed k = make_packed(t, rows, cols, rng);
-  int tested = 0;
-  for (Isa isa : supported_isas()) {
-    if (isa == Isa::Scalar) continue;
-    const PackedGemmFn f = packed_gemm(t, isa);
-    ASSERT_NE(f, nullptr) << isa_name(isa);
-    for (int64_t nt : {1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 47}) {
-      const auto x = random_floats(size_t(nt * cols), rng);
-      const Acts a = make_acts(t, x, nt, cols);
-      std::vector<float> ref(size_t(nt * rows)), got(ref.size(), -1.0f);
-      packed_gemm_scalar(t, k.p.get(), rows / 16, nb, a.view(), nt, ref.data(), rows);
-      f(t, k.p.get(), rows / 16, nb, a.view(), nt, got.data(), rows);
-      ASSERT_EQ(got, ref) << type_name(t) << " nt " << nt << " on " << isa_name(isa);
-      ++tested;
+  int tested = 0, wide = 0;
+  for (int64_t cols : packed_kquant(t) ? std::vector<int64_t>{768} : std::vector<int64_t>{160, 672}) {
+    const int64_t rows = 48, nb = cols / packed_block_cols(t);
+    Packed k = make_packed(t, rows, cols, rng);
+    for (Isa isa : supported_isas()) {
+      if (isa == Isa::Scalar) continue;
+      const PackedGemmFn f = packed_gemm(t, isa);
+      ASSERT_NE(f, nullptr) << isa_name(isa);
+      for (int64_t nt : {1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 18, 19, 31, 32, 33, 47}) {
+        const auto x = random_floats(size_t(nt * cols), rng);
+        const Acts a = make_acts(t, x, nt, cols);
+        std::vector<float> ref(size_t(nt * rows));
+        packed_gemm_scalar(t, k.p.get(), rows / 16, nb, a.view(), nt, ref.data(), rows);
+        for (bool w : {false, true}) {
+          if (w && a.tw.empty()) continue;
+          std::vector<float> got(ref.size(), -1.0f);
+          f(t, k.p.get(), rows / 16, nb, a.view(w), nt, got.data(), rows);
+          ASSERT_EQ(got, ref) << type_name(t) << " cols " << cols << " nt " << nt << " on " << isa_name(isa)
+                              << (w ? " with widened activations" : "");
+          ++tested;
+          wide += w && packed_wide_act(t, isa, nt);
+        }
+      }
     }
   }
   if (tested == 0) GTEST_SKIP() << "no packed SIMD kernel for " << type_name(t) << " on this CPU";
+  if (t == GgmlType::Q8_0 && isa_supported(Isa::Avx2)) {
+    EXPECT_GT(wide, 0) << "the int16 kernel never ran";
+  }
 }
 
 // AVX-VNNI is not implied by AVX-512 (Ice Lake, Zen 4 have one without the other): the Avx512

@@ -109,6 +109,7 @@ struct ActKey {
   bool rows = false;  // the rows of `at` are in xq (the _0 tiles may leave them out)
   const uint8_t* xq = nullptr;
   const void* aux = nullptr;  // the tiles or the K-quant sums
+  const int16_t* wide = nullptr;  // the tiles widened (PackedAct::tw), or none
 };
 constexpr int kKQuantSums = -2;
 thread_local ActKey t_act;
@@ -119,7 +120,7 @@ bool act_ready(const ActKey& want, bool same_x) {
   const ActKey& h = t_act;
   const bool ok = same_x && h.x == want.x && h.nt == want.nt && h.cols == want.cols &&
                   h.at == want.at && h.sums == want.sums && (h.rows || !want.rows) &&
-                  h.xq == want.xq && h.aux == want.aux;
+                  h.xq == want.xq && h.aux == want.aux && h.wide == want.wide;
   if (!ok) t_act = want;
   return ok;
 }
@@ -142,6 +143,9 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   uint8_t* tq = sums ? thread_scratch(ScratchSlot::MatmulActTiles, 32 * n_act) : nullptr;
   float* xd = sums ? thread_scratch_array<float>(ScratchSlot::MatmulActScales, n_act) : nullptr;
   int32_t* xc = sums ? thread_scratch_array<int32_t>(ScratchSlot::MatmulActSums, n_act) : nullptr;
+  int16_t* tw = sums && packed_wide_act(w0.type, active_isa(), nt)
+                    ? thread_scratch_array<int16_t>(ScratchSlot::MatmulActWide, 32 * n_act)
+                    : nullptr;
   Q8KSums* ks = sums ? nullptr : thread_scratch_array<Q8KSums>(ScratchSlot::MatmulActScales, size_t(nt * nb));
   int64_t rows = 0, all_groups = 0;  // (each job's rows past its last group are not in a group)
   for (int j = 0; j < n_jobs; ++j) rows += jobs[j].w.rows, all_groups += jobs[j].w.rows / kPackRows;
@@ -153,7 +157,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     uint8_t* row = xq + size_t(t) * xs;
     if (sums) {
       packed_act_quantize(w0.type, x + t * cols, nb, t, tile, reinterpret_cast<quant::block_q8_0*>(row),
-                          tails, tq, xd, xc);
+                          tails, tq, xd, xc, tw);
     } else {
       quantize_act(at, x + t * cols, row, cols);
       q8k_sums(row, nb, ks + t * nb);
@@ -167,7 +171,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   };
   const int64_t n_items = (nt + item_tokens - 1) / item_tokens;
   const ActKey want{x, nt, cols, at, sums ? packed_offset(w0.type) : kKQuantSums, !sums || tails, xq,
-                    sums ? static_cast<const void*>(tq) : ks};
+                    sums ? static_cast<const void*>(tq) : ks, tw};
   if (!act_ready(want, same_x)) {
     if (par && n_items > 1)
       parallel_for(n_items, quantize_item);
@@ -194,7 +198,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     const int64_t t0 = it.t0, ntb = std::min(kTokenBlock, nt - t0);
     // t0 starts a tile (kTokenBlock is a multiple of kActTile).
     const size_t a0 = act_index(t0, 0, nb, tile);
-    const PackedAct xa = sums ? PackedAct{nullptr, 0, nullptr, tq + 32 * a0, xd + a0, xc + a0, tile}
+    const PackedAct xa = sums ? PackedAct{nullptr, 0, nullptr, tq + 32 * a0, xd + a0, xc + a0, tile, tw ? tw + 32 * a0 : nullptr}
                               : PackedAct{xq + size_t(t0) * xs, xs, ks + t0 * nb};
     float* yc = job.y + t0 * ldy + g0 * kPackRows;
     const size_t gb = packed_group_bytes(job.w.type, cols);

@@ -206,6 +206,146 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
   for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (t0 + t) * ldy + 8 * h, acc[t]);
 }
 
+#if !MINFER_PACKED_VNNI
+// ---- Q8_0 prompts on plain AVX2, in int16 --------------------------------------------------
+// Without vpdpbusd, Q8_0's signed quants go through maddubs in sign form: sign, maddubs and madd,
+// three multiply-port ops per 32 products (vpsignb takes those ports on AMD Zen 4). Widened to
+// int16 (the weights once per group and call into a panel, the activations once per matmul:
+// PackedAct::tw), one vpmaddwd takes 16 products and its vpaddd runs on another port. The sums
+// are the same exact integers, so the float steps and results are the sign form's, bit for bit.
+// Loops of the inner steps alone, AMD Zen 4 one core: sign form (4 tokens x 16 rows) 137 GOP/s,
+// this form 187. The kernel, ISA=avx2 one core, 3072 x 1024 x 128: 122 -> 139-141 GOP/s (the
+// panel's widening is 8 % of it); qwen2.5-0.5b Q8_0 pp128 on 2 threads 325 -> 357 t/s.
+
+// Panel of one group: block b, column pair p (columns 2p, 2p + 1), half h: the 8 rows' int16
+// pairs, row r in dword lane r, at int16 offset 512 b + 32 p + 16 h.
+inline void q8_wide_panel(const uint8_t* grp, int64_t b0, int64_t b1, int16_t* pan) {
+  const __m256i flip = _mm256_set1_epi8(char(0x80));
+  for (int64_t b = 0; b < b1 - b0; ++b) {
+    const uint8_t* q = AQ8::quants(grp, nullptr, b0 + b);
+    for (int c = 0; c < 8; ++c)
+      for (int h = 0; h < 2; ++h) {
+        // Rows 8h..8h+7, columns 4c..4c+3, row r's 4 bytes at 4r (stored + 128).
+        const __m256i v = _mm256_xor_si256(_mm256_load_si256((const __m256i*)(q + 64 * c + 32 * h)), flip);
+        const __m256 a = _mm256_castsi256_ps(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)));       // rows 0-3
+        const __m256 e = _mm256_castsi256_ps(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)));  // rows 4-7
+        // Dword lanes of a: (row 0, pair 0), (0, 1), (1, 0), (1, 1) | (2, 0) ... : the even lanes of
+        // a and e are pair 0 in row order 0 1 4 5 | 2 3 6 7, which vpermq puts back in order.
+        const __m256i p0 = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(a, e, 0x88)), 0xD8);
+        const __m256i p1 = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(a, e, 0xDD)), 0xD8);
+        _mm256_store_si256((__m256i*)(pan + 512 * b + 32 * (2 * c) + 16 * h), p0);
+        _mm256_store_si256((__m256i*)(pan + 512 * b + 32 * (2 * c + 1) + 16 * h), p1);
+      }
+  }
+}
+
+// Column pair p's products for T tokens (their pairs 32 int16 apart from x) added into s: the
+// pair's two panel vectors (w), then per token a broadcast, two vpmaddwd and two vpaddd. Four
+// tokens in assembly: GCC gathered the 8 products before their adds and spilled accumulators
+// (3072 x 1024 x 128 unrolled 80 GOP/s; a loop of one pair, with register copies and reloads,
+// 132; this, both products before their adds and two registers per token pair, 139).
+template <int T>
+__attribute__((always_inline)) inline void q8_wide_pair(__m256i (&s)[T][2], const int16_t* w, const int16_t* x) {
+  if constexpr (T == 4) {
+    __m256i w0, w1, xa, xb, ta, tb;
+    asm("vmovdqa (%[w]), %[w0]\n\t"
+        "vmovdqa 32(%[w]), %[w1]\n\t"
+        "vpbroadcastd (%[x]), %[xa]\n\t"
+        "vpmaddwd %[w0], %[xa], %[ta]\n\t"
+        "vpmaddwd %[w1], %[xa], %[xa]\n\t"
+        "vpaddd %[ta], %[s00], %[s00]\n\t"
+        "vpaddd %[xa], %[s01], %[s01]\n\t"
+        "vpbroadcastd 64(%[x]), %[xb]\n\t"
+        "vpmaddwd %[w0], %[xb], %[tb]\n\t"
+        "vpmaddwd %[w1], %[xb], %[xb]\n\t"
+        "vpaddd %[tb], %[s10], %[s10]\n\t"
+        "vpaddd %[xb], %[s11], %[s11]\n\t"
+        "vpbroadcastd 128(%[x]), %[xa]\n\t"
+        "vpmaddwd %[w0], %[xa], %[ta]\n\t"
+        "vpmaddwd %[w1], %[xa], %[xa]\n\t"
+        "vpaddd %[ta], %[s20], %[s20]\n\t"
+        "vpaddd %[xa], %[s21], %[s21]\n\t"
+        "vpbroadcastd 192(%[x]), %[xb]\n\t"
+        "vpmaddwd %[w0], %[xb], %[tb]\n\t"
+        "vpmaddwd %[w1], %[xb], %[xb]\n\t"
+        "vpaddd %[tb], %[s30], %[s30]\n\t"
+        "vpaddd %[xb], %[s31], %[s31]"
+        : [s00] "+x"(s[0][0]), [s01] "+x"(s[0][1]), [s10] "+x"(s[1][0]), [s11] "+x"(s[1][1]),
+          [s20] "+x"(s[2][0]), [s21] "+x"(s[2][1]), [s30] "+x"(s[3][0]), [s31] "+x"(s[3][1]),
+          [w0] "=&x"(w0), [w1] "=&x"(w1), [xa] "=&x"(xa), [xb] "=&x"(xb), [ta] "=&x"(ta), [tb] "=&x"(tb)
+        : [w] "r"(w), [x] "r"(x)
+        : "memory");
+  } else {
+    const __m256i w0 = _mm256_load_si256((const __m256i*)w), w1 = _mm256_load_si256((const __m256i*)(w + 16));
+    for (int t = 0; t < T; ++t) {
+      const __m256i xp = _mm256_set1_epi32(load_i32(reinterpret_cast<const uint8_t*>(x + 32 * t)));
+      s[t][0] = _mm256_add_epi32(s[t][0], _mm256_madd_epi16(w0, xp));
+      s[t][1] = _mm256_add_epi32(s[t][1], _mm256_madd_epi16(w1, xp));
+    }
+  }
+}
+
+// T tokens (from t0, in tiles of kActTile) x the 16 rows of a group over blocks [b0, b1) (the
+// panel's), the float sums continued from y unless b0 is 0: per block the T x 2 integer sums in
+// registers (one panel pair and one token's broadcast pair live beside them), the float sums in
+// memory (T x 2 more would not fit the 16 registers).
+template <int T>
+inline void q8_wide_tile(const uint8_t* grp, const int16_t* pan, int64_t nb, int64_t b0, int64_t b1,
+                         const PackedAct& x, int64_t t0, float* y, int64_t ldy) {
+  static_assert(T <= 4 && kActTile % 4 == 0);  // t0 is a multiple of 4: the T tokens share a tile
+  const size_t a0 = act_index(t0, 0, nb, kActTile);
+  const float* xd = x.d + a0;
+  alignas(32) float acc[T][16] = {};
+  if (b0 > 0)
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < 2; ++h) _mm256_store_ps(acc[t] + 8 * h, _mm256_loadu_ps(y + (t0 + t) * ldy + 8 * h));
+  for (int64_t b = b0; b < b1; ++b) {
+    const int16_t* pb = pan + 512 * (b - b0);
+    const int16_t* xb = x.tw + 32 * (a0 + kActTile * b);
+    __m256i s[T][2];
+    for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int p = 0; p < 16; ++p) q8_wide_pair<T>(s, pb + 32 * p, xb + 2 * p);
+    const uint8_t* sc = grp + packed_scales_at(AQ8::kGroupBytes, b);
+    for (int h = 0; h < 2; ++h) {
+      const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 16 * h)));
+      for (int t = 0; t < T; ++t) {
+        const __m256 prod = _mm256_mul_ps(dw, _mm256_set1_ps(xd[kActTile * b + t]));
+        _mm256_store_ps(acc[t] + 8 * h, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][h]), prod, _mm256_load_ps(acc[t] + 8 * h)));
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    _mm256_storeu_ps(y + (t0 + t) * ldy, _mm256_load_ps(acc[t]));
+    _mm256_storeu_ps(y + (t0 + t) * ldy + 8, _mm256_load_ps(acc[t] + 8));
+  }
+}
+
+// Blocks per panel (16 KiB of int16): each group's row is done in panels of this many blocks,
+// every token tile over one panel before the next (the float sums continue from y), so that a
+// tile's activations come from a span of the row, not the whole of it (one core, cold 896 x 4864,
+// qwen2.5's ffn_down: 115 GOP/s before, whole-row panels 115, 16 blocks 120; 8 blocks slower).
+constexpr int64_t kWideBlocks = 16;
+
+inline void q8_wide_gemm(const uint8_t* wp, int64_t n_groups, size_t gb, int64_t nb, const PackedAct& x,
+                         int64_t nt, float* y, int64_t ldy) {
+  int16_t* pan = thread_scratch_array<int16_t>(ScratchSlot::PackedPanel, size_t(kWideBlocks) * 512);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const uint8_t* grp = wp + size_t(g) * gb;
+    float* yg = y + 16 * g;
+    for (int64_t b0 = 0; b0 < nb; b0 += kWideBlocks) {
+      const int64_t b1 = std::min(nb, b0 + kWideBlocks);
+      q8_wide_panel(grp, b0, b1, pan);
+      int64_t t0 = 0;
+      for (; t0 + 4 <= nt; t0 += 4) q8_wide_tile<4>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
+      if (nt - t0 == 3) q8_wide_tile<3>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
+      if (nt - t0 == 2) q8_wide_tile<2>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
+      if (nt - t0 == 1) q8_wide_tile<1>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
+    }
+  }
+}
+#endif
+
 // One token (a decode step: activations in a tile of 1) x one group, block by block with both
 // halves (rows 0-7, 8-15) of a block before the next, so the group is read in one pass (a half
 // at a time read each line twice), with avx2_tile's sums and float steps. No software prefetch
@@ -269,6 +409,13 @@ void gemm_256(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const P
     for (int64_t g = 0; g < n_groups; ++g) avx2_gemv<P>(wp + size_t(g) * gb, nb, x, y + 16 * g);
     return;
   }
+#if !MINFER_PACKED_VNNI
+  if constexpr (std::is_same_v<P, AQ8>)
+    if (x.tw && packed_wide_act(P::kType, Isa::Avx2, nt)) {  // (a short last token block: sign form)
+      q8_wide_gemm(wp, n_groups, gb, nb, x, nt, y, ldy);
+      return;
+    }
+#endif
   if constexpr (P::kDecode)
     if (nt >= kDecodeOnceTokens) {
       uint8_t* pan = thread_scratch(ScratchSlot::PackedPanel, size_t(nb) * 512);

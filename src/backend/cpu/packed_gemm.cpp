@@ -117,13 +117,27 @@ GgmlType packed_act_type(GgmlType wtype) {
 }
 
 void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, int64_t tile,
-                         quant::block_q8_0* row, bool keep_row, uint8_t* tq, float* d, int32_t* c) {
+                         quant::block_q8_0* row, bool keep_row, uint8_t* tq, float* d, int32_t* c,
+                         int16_t* tw) {
   const size_t i = act_index(t, 0, nb, tile);
-  if (active_isa() >= Isa::Avx512)
-    if (const Q8TilesFn f = quantize_q8_0_avx512())
-      return f(x, nb, keep_row ? row : nullptr, packed_offset(wtype), tile, tq + 32 * i, d + i, c + i);
-  quantize_act_q8_0(x, row, nb * 32);
-  sums_scalar(packed_offset(wtype), reinterpret_cast<const uint8_t*>(row), nb, tile, tq + 32 * i, d + i, c + i);
+  const Q8TilesFn f = active_isa() >= Isa::Avx512 ? quantize_q8_0_avx512() : nullptr;
+  if (f) {
+    f(x, nb, keep_row ? row : nullptr, packed_offset(wtype), tile, tq + 32 * i, d + i, c + i);
+  } else {
+    quantize_act_q8_0(x, row, nb * 32);
+    sums_scalar(packed_offset(wtype), reinterpret_cast<const uint8_t*>(row), nb, tile, tq + 32 * i, d + i, c + i);
+  }
+  if (tw)
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t k = 32 * (i + size_t(b * tile));
+      for (size_t e = 0; e < 32; ++e) tw[k + e] = int8_t(tq[k + e]);
+    }
+}
+
+// AVX2 without VNNI runs Q8_0 prompts in int16 (packed_256.h, q8_wide_gemm) from a whole tile
+// of tokens up; below that the weight panel's widening costs more than it saves.
+bool packed_wide_act(GgmlType wtype, Isa isa, int64_t nt) {
+  return wtype == GgmlType::Q8_0 && isa == Isa::Avx2 && nt >= kActTile && packed_gemm_isa(wtype, isa) == Isa::Avx2;
 }
 
 void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64_t nb,

@@ -65,6 +65,9 @@ struct PackedAct {
   const float* d = nullptr;
   const int32_t* c = nullptr;
   int64_t tile = kActTile;
+  // The tiles' quants widened to int16, laid out as tq (32 a block): where packed_wide_act()
+  // asks for them (AVX2's Q8_0 prompt kernel); nullptr otherwise.
+  const int16_t* tw = nullptr;
 };
 
 GgmlType packed_act_type(GgmlType wtype);
@@ -95,8 +98,12 @@ constexpr int kq_prefetch(GgmlType t) { return t == GgmlType::Q6_K ? 4096 : kPac
 // (of `tile` tokens) of PackedAct, for weights of `wtype`. The Q8_0 row is left in `row` when
 // keep_row (the GGUF-layout kernels read rows); otherwise `row` is scratch that the AVX-512 path
 // does not touch.
+// tw (when not null): the tile's quants also widened to int16 (PackedAct::tw).
 void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, int64_t tile,
-                         quant::block_q8_0* row, bool keep_row, uint8_t* tq, float* d, int32_t* c);
+                         quant::block_q8_0* row, bool keep_row, uint8_t* tq, float* d, int32_t* c,
+                         int16_t* tw = nullptr);
+// Whether packed_gemm(wtype, isa)'s kernel wants PackedAct::tw for nt tokens.
+bool packed_wide_act(GgmlType wtype, Isa isa, int64_t nt);
 
 // y[t * ldy + 16 g + i] = row 16 g + i of the packed weight (groups from wp, group_bytes apart)
 // times activation row t, for g < n_groups and t < nt; nb blocks (of packed_block_cols) a row.

@@ -13,9 +13,10 @@ enum class ScratchSlot : int {
   MatmulActTiles,         // kernels_matmul: the _0 types' activation tiles (packed path)
   MatmulActScales,        // kernels_matmul: per-block activation scales (packed path)
   MatmulActSums,          // kernels_matmul: per-block offset corrections (packed path)
+  MatmulActWide,          // kernels_matmul: the activation tiles widened to int16 (packed path)
   SwigluGate,             // kernels_matmul: a work item's gate and up products (matmul_swiglu)
   SwigluUp,
-  PackedPanel,            // packed_avx512: a group pair's signed quants for AMX
+  PackedPanel,            // packed kernels: a group's quants decoded once per call
   TileA,                  // simd_avx512: prefill GEMM scratch
   TileB,
   TileC,
