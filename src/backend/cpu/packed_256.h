@@ -557,6 +557,133 @@ __attribute__((always_inline)) inline __m256 ak_term(const uint8_t* par, int h, 
   return term;
 }
 
+#if !MINFER_PACKED_VNNI
+// Q4_K on plain AVX2, 4 tokens (kAkTokens), one sub-block j of the decoded panel (d: its chunk
+// 0, half h) into the tokens' integer sums i: per chunk the two halves' quants, per token two
+// broadcasts, two maddubs and the int16 sum p (as ak_accumulate), then per token one madd by the
+// scale pairs sc (as ak_apply). The tokens' quants are x rows apart from b0 (tokens 0, 1) and b2
+// (tokens 2, 3). In assembly: at 4 tokens GCC's allocation spilled (the sums, the broadcasts and
+// the chunk's two halves take 15 of the 16 registers); 2 tokens, in C++, are bound by the loads
+// (a broadcast per maddubs, 2 loads a cycle on AMD Zen 4).
+__attribute__((always_inline)) inline void ak_q4k_sub4(__m256i (&i)[4], const uint8_t* d, const uint8_t* b0,
+                                                       const uint8_t* b2, int64_t s, __m256i sc) {
+  __m256i lo, hi, xa, xb, xc, xd, p0, p1, p2, p3;
+  asm(
+        "vmovdqa 0(%[d]), %[lo]\n\t"
+        "vmovdqa 64(%[d]), %[hi]\n\t"
+        "vpbroadcastd 0(%[b0]), %[xa]\n\t"
+        "vpbroadcastd 16(%[b0]), %[xb]\n\t"
+        "vpmaddubsw %[xa], %[lo], %[xa]\n\t"
+        "vpmaddubsw %[xb], %[hi], %[xb]\n\t"
+        "vpaddw %[xa], %[xb], %[p0]\n\t"
+        "vpbroadcastd 0(%[b0],%[s],1), %[xc]\n\t"
+        "vpbroadcastd 16(%[b0],%[s],1), %[xd]\n\t"
+        "vpmaddubsw %[xc], %[lo], %[xc]\n\t"
+        "vpmaddubsw %[xd], %[hi], %[xd]\n\t"
+        "vpaddw %[xc], %[xd], %[p1]\n\t"
+        "vpbroadcastd 0(%[b2]), %[xa]\n\t"
+        "vpbroadcastd 16(%[b2]), %[xb]\n\t"
+        "vpmaddubsw %[xa], %[lo], %[xa]\n\t"
+        "vpmaddubsw %[xb], %[hi], %[xb]\n\t"
+        "vpaddw %[xa], %[xb], %[p2]\n\t"
+        "vpbroadcastd 0(%[b2],%[s],1), %[xc]\n\t"
+        "vpbroadcastd 16(%[b2],%[s],1), %[xd]\n\t"
+        "vpmaddubsw %[xc], %[lo], %[xc]\n\t"
+        "vpmaddubsw %[xd], %[hi], %[xd]\n\t"
+        "vpaddw %[xc], %[xd], %[p3]\n\t"
+        "vmovdqa 128(%[d]), %[lo]\n\t"
+        "vmovdqa 192(%[d]), %[hi]\n\t"
+        "vpbroadcastd 4(%[b0]), %[xa]\n\t"
+        "vpbroadcastd 20(%[b0]), %[xb]\n\t"
+        "vpmaddubsw %[xa], %[lo], %[xa]\n\t"
+        "vpmaddubsw %[xb], %[hi], %[xb]\n\t"
+        "vpaddw %[xa], %[p0], %[p0]\n\t"
+        "vpaddw %[xb], %[p0], %[p0]\n\t"
+        "vpbroadcastd 4(%[b0],%[s],1), %[xc]\n\t"
+        "vpbroadcastd 20(%[b0],%[s],1), %[xd]\n\t"
+        "vpmaddubsw %[xc], %[lo], %[xc]\n\t"
+        "vpmaddubsw %[xd], %[hi], %[xd]\n\t"
+        "vpaddw %[xc], %[p1], %[p1]\n\t"
+        "vpaddw %[xd], %[p1], %[p1]\n\t"
+        "vpbroadcastd 4(%[b2]), %[xa]\n\t"
+        "vpbroadcastd 20(%[b2]), %[xb]\n\t"
+        "vpmaddubsw %[xa], %[lo], %[xa]\n\t"
+        "vpmaddubsw %[xb], %[hi], %[xb]\n\t"
+        "vpaddw %[xa], %[p2], %[p2]\n\t"
+        "vpaddw %[xb], %[p2], %[p2]\n\t"
+        "vpbroadcastd 4(%[b2],%[s],1), %[xc]\n\t"
+        "vpbroadcastd 20(%[b2],%[s],1), %[xd]\n\t"
+        "vpmaddubsw %[xc], %[lo], %[xc]\n\t"
+        "vpmaddubsw %[xd], %[hi], %[xd]\n\t"
+        "vpaddw %[xc], %[p3], %[p3]\n\t"
+        "vpaddw %[xd], %[p3], %[p3]\n\t"
+        "vmovdqa 256(%[d]), %[lo]\n\t"
+        "vmovdqa 320(%[d]), %[hi]\n\t"
+        "vpbroadcastd 8(%[b0]), %[xa]\n\t"
+        "vpbroadcastd 24(%[b0]), %[xb]\n\t"
+        "vpmaddubsw %[xa], %[lo], %[xa]\n\t"
+        "vpmaddubsw %[xb], %[hi], %[xb]\n\t"
+        "vpaddw %[xa], %[p0], %[p0]\n\t"
+        "vpaddw %[xb], %[p0], %[p0]\n\t"
+        "vpbroadcastd 8(%[b0],%[s],1), %[xc]\n\t"
+        "vpbroadcastd 24(%[b0],%[s],1), %[xd]\n\t"
+        "vpmaddubsw %[xc], %[lo], %[xc]\n\t"
+        "vpmaddubsw %[xd], %[hi], %[xd]\n\t"
+        "vpaddw %[xc], %[p1], %[p1]\n\t"
+        "vpaddw %[xd], %[p1], %[p1]\n\t"
+        "vpbroadcastd 8(%[b2]), %[xa]\n\t"
+        "vpbroadcastd 24(%[b2]), %[xb]\n\t"
+        "vpmaddubsw %[xa], %[lo], %[xa]\n\t"
+        "vpmaddubsw %[xb], %[hi], %[xb]\n\t"
+        "vpaddw %[xa], %[p2], %[p2]\n\t"
+        "vpaddw %[xb], %[p2], %[p2]\n\t"
+        "vpbroadcastd 8(%[b2],%[s],1), %[xc]\n\t"
+        "vpbroadcastd 24(%[b2],%[s],1), %[xd]\n\t"
+        "vpmaddubsw %[xc], %[lo], %[xc]\n\t"
+        "vpmaddubsw %[xd], %[hi], %[xd]\n\t"
+        "vpaddw %[xc], %[p3], %[p3]\n\t"
+        "vpaddw %[xd], %[p3], %[p3]\n\t"
+        "vmovdqa 384(%[d]), %[lo]\n\t"
+        "vmovdqa 448(%[d]), %[hi]\n\t"
+        "vpbroadcastd 12(%[b0]), %[xa]\n\t"
+        "vpbroadcastd 28(%[b0]), %[xb]\n\t"
+        "vpmaddubsw %[xa], %[lo], %[xa]\n\t"
+        "vpmaddubsw %[xb], %[hi], %[xb]\n\t"
+        "vpaddw %[xa], %[p0], %[p0]\n\t"
+        "vpaddw %[xb], %[p0], %[p0]\n\t"
+        "vpbroadcastd 12(%[b0],%[s],1), %[xc]\n\t"
+        "vpbroadcastd 28(%[b0],%[s],1), %[xd]\n\t"
+        "vpmaddubsw %[xc], %[lo], %[xc]\n\t"
+        "vpmaddubsw %[xd], %[hi], %[xd]\n\t"
+        "vpaddw %[xc], %[p1], %[p1]\n\t"
+        "vpaddw %[xd], %[p1], %[p1]\n\t"
+        "vpbroadcastd 12(%[b2]), %[xa]\n\t"
+        "vpbroadcastd 28(%[b2]), %[xb]\n\t"
+        "vpmaddubsw %[xa], %[lo], %[xa]\n\t"
+        "vpmaddubsw %[xb], %[hi], %[xb]\n\t"
+        "vpaddw %[xa], %[p2], %[p2]\n\t"
+        "vpaddw %[xb], %[p2], %[p2]\n\t"
+        "vpbroadcastd 12(%[b2],%[s],1), %[xc]\n\t"
+        "vpbroadcastd 28(%[b2],%[s],1), %[xd]\n\t"
+        "vpmaddubsw %[xc], %[lo], %[xc]\n\t"
+        "vpmaddubsw %[xd], %[hi], %[xd]\n\t"
+        "vpaddw %[xc], %[p3], %[p3]\n\t"
+        "vpaddw %[xd], %[p3], %[p3]\n\t"
+        "vpmaddwd %[sc], %[p0], %[p0]\n\t"
+        "vpaddd %[p0], %[i0], %[i0]\n\t"
+        "vpmaddwd %[sc], %[p1], %[p1]\n\t"
+        "vpaddd %[p1], %[i1], %[i1]\n\t"
+        "vpmaddwd %[sc], %[p2], %[p2]\n\t"
+        "vpaddd %[p2], %[i2], %[i2]\n\t"
+        "vpmaddwd %[sc], %[p3], %[p3]\n\t"
+        "vpaddd %[p3], %[i3], %[i3]"
+      : [i0] "+x"(i[0]), [i1] "+x"(i[1]), [i2] "+x"(i[2]), [i3] "+x"(i[3]), [lo] "=&x"(lo), [hi] "=&x"(hi),
+        [xa] "=&x"(xa), [xb] "=&x"(xb), [xc] "=&x"(xc), [xd] "=&x"(xd), [p0] "=&x"(p0), [p1] "=&x"(p1), [p2] "=&x"(p2), [p3] "=&x"(p3)
+      : [d] "r"(d), [b0] "r"(b0), [b2] "r"(b2), [s] "r"(s), [sc] "x"(sc)
+      : "memory");
+}
+#endif
+
 template <GgmlType T, int NT>
 inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int h, const PackedAct& x,
                     int64_t t0, float* y, int64_t ldy) {
@@ -578,6 +705,15 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
     __m256i isum[NT];
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
+#if !MINFER_PACKED_VNNI
+      if constexpr (T == GgmlType::Q4_K && NT == 4)
+        if (decoded) {
+          const uint8_t* x0 = reinterpret_cast<const uint8_t*>(xb[0]->qs) + 32 * j;
+          ak_q4k_sub4(isum, decoded + 4096 * b + 512 * j + 32 * h, x0, x0 + 2 * x.stride, int64_t(x.stride),
+                      ak_scales<T>(par, j, h).a);
+          continue;
+        }
+#endif
       __m256i s0[NT], s1[NT];
       for (int t = 0; t < NT; ++t) {
         s0[t] = q6 ? _mm256_set1_epi32(ks[t]->q6c[2 * j]) : _mm256_setzero_si256();
@@ -674,8 +810,10 @@ inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* 
 
 // Tokens per tile: with vpdpbusd a chunk's decode is the larger cost, shared by more tokens (one
 // core, 3072 x 1024 x 128, AVX-VNNI 2 -> 4 tokens: Q4_K 176 -> 201 GOP/s, Q6_K 125 -> 143);
-// AVX2's maddubs sums need the registers. From kDecodeOnceTokens tokens the super-blocks are
-// decoded once per group (ak_decode).
+// AVX2's maddubs sums need the registers (Q4_K: 4 in assembly, ak_q4k_sub4). From
+// kDecodeOnceTokens tokens the super-blocks are decoded once per group (ak_decode).
+template <GgmlType T>
+constexpr int kAkTokens = kVnni || T == GgmlType::Q4_K ? 4 : 2;
 template <GgmlType T>
 void ak_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const PackedAct& x,
              int64_t nt, float* y, int64_t ldy) {
@@ -690,7 +828,7 @@ void ak_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
   for (int64_t g = 0; g < n_groups; ++g) {
     const uint8_t* grp = wp + size_t(g) * gb;
     if (pan) ak_decode<T>(grp, nsb, pan);
-    each_half_tile<kVnni ? 4 : 2>(grp, 1, 0, nt, y + 16 * g,
+    each_half_tile<kAkTokens<T>>(grp, 1, 0, nt, y + 16 * g,
                                   [&](auto w, const uint8_t*, int h, int64_t t0, float* yg) {
                                     ak_tile<T, decltype(w)::value>(grp, pan, nsb, h, x, t0, yg, ldy);
                                   });
