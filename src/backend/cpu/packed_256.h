@@ -682,6 +682,141 @@ __attribute__((always_inline)) inline void ak_q4k_sub4(__m256i (&i)[4], const ui
       : [d] "r"(d), [b0] "r"(b0), [b2] "r"(b2), [s] "r"(s), [sc] "x"(sc)
       : "memory");
 }
+// Q6_K on plain AVX2, 4 tokens, one sub-block of the decoded panel (d: its chunk 0, half h):
+// per pair of chunks the 4 halves' quants, per token and 16-column half two broadcasts, two
+// maddubs summed in int16 (2 x 2 x 63 x 127 < 2^15) and one madd by that half's scale as both
+// int16 of each lane (sa, sb: no vpmulld; exact, |sum| < 2^31), into the tokens' integer sums i.
+// The tokens' quants are x rows apart from b0 (tokens 0, 1) and b2 (2, 3). Assembly for the same
+// reason as ak_q4k_sub4 (15 of the 16 registers); the offset term is the caller's.
+__attribute__((always_inline)) inline void ak_q6k_sub4(__m256i (&i)[4], const uint8_t* d, const uint8_t* b0,
+                                                       const uint8_t* b2, int64_t s, __m256i sa, __m256i sb) {
+  __m256i l0, l1, h0, h1, xa, xb, xc, xd;
+  asm(
+      "vmovdqa 0(%[d]), %[l0]\n\t"
+      "vmovdqa 128(%[d]), %[l1]\n\t"
+      "vmovdqa 64(%[d]), %[h0]\n\t"
+      "vmovdqa 192(%[d]), %[h1]\n\t"
+      "vpbroadcastd 0(%[b0]), %[xa]\n\t"
+      "vpbroadcastd 4(%[b0]), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[l0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[l1], %[xb]\n\t"
+      "vpaddw %[xa], %[xb], %[xa]\n\t"
+      "vpmaddwd %[sa], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[i0], %[i0]\n\t"
+      "vpbroadcastd 16(%[b0]), %[xc]\n\t"
+      "vpbroadcastd 20(%[b0]), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[h0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[h1], %[xd]\n\t"
+      "vpaddw %[xc], %[xd], %[xc]\n\t"
+      "vpmaddwd %[sb], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[i0], %[i0]\n\t"
+      "vpbroadcastd 0(%[b0],%[s],1), %[xa]\n\t"
+      "vpbroadcastd 4(%[b0],%[s],1), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[l0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[l1], %[xb]\n\t"
+      "vpaddw %[xa], %[xb], %[xa]\n\t"
+      "vpmaddwd %[sa], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[i1], %[i1]\n\t"
+      "vpbroadcastd 16(%[b0],%[s],1), %[xc]\n\t"
+      "vpbroadcastd 20(%[b0],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[h0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[h1], %[xd]\n\t"
+      "vpaddw %[xc], %[xd], %[xc]\n\t"
+      "vpmaddwd %[sb], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[i1], %[i1]\n\t"
+      "vpbroadcastd 0(%[b2]), %[xa]\n\t"
+      "vpbroadcastd 4(%[b2]), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[l0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[l1], %[xb]\n\t"
+      "vpaddw %[xa], %[xb], %[xa]\n\t"
+      "vpmaddwd %[sa], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[i2], %[i2]\n\t"
+      "vpbroadcastd 16(%[b2]), %[xc]\n\t"
+      "vpbroadcastd 20(%[b2]), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[h0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[h1], %[xd]\n\t"
+      "vpaddw %[xc], %[xd], %[xc]\n\t"
+      "vpmaddwd %[sb], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[i2], %[i2]\n\t"
+      "vpbroadcastd 0(%[b2],%[s],1), %[xa]\n\t"
+      "vpbroadcastd 4(%[b2],%[s],1), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[l0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[l1], %[xb]\n\t"
+      "vpaddw %[xa], %[xb], %[xa]\n\t"
+      "vpmaddwd %[sa], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[i3], %[i3]\n\t"
+      "vpbroadcastd 16(%[b2],%[s],1), %[xc]\n\t"
+      "vpbroadcastd 20(%[b2],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[h0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[h1], %[xd]\n\t"
+      "vpaddw %[xc], %[xd], %[xc]\n\t"
+      "vpmaddwd %[sb], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[i3], %[i3]\n\t"
+      "vmovdqa 256(%[d]), %[l0]\n\t"
+      "vmovdqa 384(%[d]), %[l1]\n\t"
+      "vmovdqa 320(%[d]), %[h0]\n\t"
+      "vmovdqa 448(%[d]), %[h1]\n\t"
+      "vpbroadcastd 8(%[b0]), %[xa]\n\t"
+      "vpbroadcastd 12(%[b0]), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[l0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[l1], %[xb]\n\t"
+      "vpaddw %[xa], %[xb], %[xa]\n\t"
+      "vpmaddwd %[sa], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[i0], %[i0]\n\t"
+      "vpbroadcastd 24(%[b0]), %[xc]\n\t"
+      "vpbroadcastd 28(%[b0]), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[h0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[h1], %[xd]\n\t"
+      "vpaddw %[xc], %[xd], %[xc]\n\t"
+      "vpmaddwd %[sb], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[i0], %[i0]\n\t"
+      "vpbroadcastd 8(%[b0],%[s],1), %[xa]\n\t"
+      "vpbroadcastd 12(%[b0],%[s],1), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[l0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[l1], %[xb]\n\t"
+      "vpaddw %[xa], %[xb], %[xa]\n\t"
+      "vpmaddwd %[sa], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[i1], %[i1]\n\t"
+      "vpbroadcastd 24(%[b0],%[s],1), %[xc]\n\t"
+      "vpbroadcastd 28(%[b0],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[h0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[h1], %[xd]\n\t"
+      "vpaddw %[xc], %[xd], %[xc]\n\t"
+      "vpmaddwd %[sb], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[i1], %[i1]\n\t"
+      "vpbroadcastd 8(%[b2]), %[xa]\n\t"
+      "vpbroadcastd 12(%[b2]), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[l0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[l1], %[xb]\n\t"
+      "vpaddw %[xa], %[xb], %[xa]\n\t"
+      "vpmaddwd %[sa], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[i2], %[i2]\n\t"
+      "vpbroadcastd 24(%[b2]), %[xc]\n\t"
+      "vpbroadcastd 28(%[b2]), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[h0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[h1], %[xd]\n\t"
+      "vpaddw %[xc], %[xd], %[xc]\n\t"
+      "vpmaddwd %[sb], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[i2], %[i2]\n\t"
+      "vpbroadcastd 8(%[b2],%[s],1), %[xa]\n\t"
+      "vpbroadcastd 12(%[b2],%[s],1), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[l0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[l1], %[xb]\n\t"
+      "vpaddw %[xa], %[xb], %[xa]\n\t"
+      "vpmaddwd %[sa], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[i3], %[i3]\n\t"
+      "vpbroadcastd 24(%[b2],%[s],1), %[xc]\n\t"
+      "vpbroadcastd 28(%[b2],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[h0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[h1], %[xd]\n\t"
+      "vpaddw %[xc], %[xd], %[xc]\n\t"
+      "vpmaddwd %[sb], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[i3], %[i3]"
+      : [i0] "+x"(i[0]), [i1] "+x"(i[1]), [i2] "+x"(i[2]), [i3] "+x"(i[3]), [l0] "=&x"(l0), [l1] "=&x"(l1),
+        [h0] "=&x"(h0), [h1] "=&x"(h1), [xa] "=&x"(xa), [xb] "=&x"(xb), [xc] "=&x"(xc), [xd] "=&x"(xd)
+      : [d] "r"(d), [b0] "r"(b0), [b2] "r"(b2), [s] "r"(s), [sa] "x"(sa), [sb] "x"(sb)
+      : "memory");
+}
 #endif
 
 template <GgmlType T, int NT>
@@ -706,11 +841,25 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
 #if !MINFER_PACKED_VNNI
-      if constexpr (T == GgmlType::Q4_K && NT == 4)
+      if constexpr ((T == GgmlType::Q4_K || T == GgmlType::Q6_K) && NT == 4)
         if (decoded) {
           const uint8_t* x0 = reinterpret_cast<const uint8_t*>(xb[0]->qs) + 32 * j;
-          ak_q4k_sub4(isum, decoded + 4096 * b + 512 * j + 32 * h, x0, x0 + 2 * x.stride, int64_t(x.stride),
-                      ak_scales<T>(par, j, h).a);
+          const uint8_t* d = decoded + 4096 * b + 512 * j + 32 * h;
+          const AkScales sc = ak_scales<T>(par, j, h);
+          if constexpr (T == GgmlType::Q4_K) {
+            ak_q4k_sub4(isum, d, x0, x0 + 2 * x.stride, int64_t(x.stride), sc.a);
+          } else {
+            // Scales as int16 pairs; the offset term -32 x bsum x scale of both halves is one madd
+            // of the bsum pair against the pair (-32 sa, -32 sb).
+            const __m256i m16 = _mm256_set1_epi32(0xFFFF);
+            const __m256i sa = _mm256_or_si256(_mm256_and_si256(sc.a, m16), _mm256_slli_epi32(sc.a, 16));
+            const __m256i sb = _mm256_or_si256(_mm256_and_si256(sc.b, m16), _mm256_slli_epi32(sc.b, 16));
+            const __m256i off = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(sc.a, 5), m16),
+                                                _mm256_slli_epi32(sc.b, 21));  // 32 sa | 32 sb << 16
+            for (int t = 0; t < 4; ++t)
+              isum[t] = _mm256_sub_epi32(isum[t], _mm256_madd_epi16(_mm256_set1_epi32(ks[t]->bsum16[j]), off));
+            ak_q6k_sub4(isum, d, x0, x0 + 2 * x.stride, int64_t(x.stride), sa, sb);
+          }
           continue;
         }
 #endif
@@ -810,10 +959,11 @@ inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* 
 
 // Tokens per tile: with vpdpbusd a chunk's decode is the larger cost, shared by more tokens (one
 // core, 3072 x 1024 x 128, AVX-VNNI 2 -> 4 tokens: Q4_K 176 -> 201 GOP/s, Q6_K 125 -> 143);
-// AVX2's maddubs sums need the registers (Q4_K: 4 in assembly, ak_q4k_sub4). From
+// AVX2's maddubs sums need the registers (Q4_K and Q6_K: 4 in assembly, ak_q4k_sub4 and
+// ak_q6k_sub4). From
 // kDecodeOnceTokens tokens the super-blocks are decoded once per group (ak_decode).
 template <GgmlType T>
-constexpr int kAkTokens = kVnni || T == GgmlType::Q4_K ? 4 : 2;
+constexpr int kAkTokens = kVnni || T == GgmlType::Q4_K || T == GgmlType::Q6_K ? 4 : 2;
 template <GgmlType T>
 void ak_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const PackedAct& x,
              int64_t nt, float* y, int64_t ldy) {

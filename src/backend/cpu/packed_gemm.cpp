@@ -109,6 +109,8 @@ void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out) {
     }
     for (int q = 0; q < 4; ++q)
       s.pair16[q] = int32_t((uint32_t(pair[2 * q]) & 0xFFFFu) | (uint32_t(pair[2 * q + 1]) << 16));
+    for (int j = 0; j < 8; ++j)
+      s.bsum16[j] = int32_t((uint32_t(s.bsum[2 * j]) & 0xFFFFu) | (uint32_t(s.bsum[2 * j + 1]) << 16));
   }
 }
 

@@ -30,6 +30,9 @@ struct Q8KSums {
   // sub-block, ready to broadcast from memory (a multiply in a general register and a
   // broadcast from it took a vector-port uop per token and sub-block in the tiles).
   int32_t q6c[16];
+  // bsum[2j] and bsum[2j + 1] (|bsum| <= 16 x 128) as the low and high int16 of bsum16[j]: the
+  // 256-bit Q6_K tile's offset term, one madd against -32 x the two scales (ak_q6k_sub4).
+  int32_t bsum16[8];
 };
 void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out);  // a Q8_K row's nsb blocks
 
