@@ -558,7 +558,7 @@ __attribute__((always_inline)) inline __m256 ak_term(const uint8_t* par, int h, 
 }
 
 #if !MINFER_PACKED_VNNI
-// Q4_K on plain AVX2, 4 tokens (kAkTokens), one sub-block j of the decoded panel (d: its chunk
+// Q4_K on plain AVX2, 4 tokens, one sub-block j of the decoded panel (d: its chunk
 // 0, half h) into the tokens' integer sums i: per chunk the two halves' quants, per token two
 // broadcasts, two maddubs and the int16 sum p (as ak_accumulate), then per token one madd by the
 // scale pairs sc (as ak_apply). The tokens' quants are x rows apart from b0 (tokens 0, 1) and b2
@@ -817,6 +817,133 @@ __attribute__((always_inline)) inline void ak_q6k_sub4(__m256i (&i)[4], const ui
       : [d] "r"(d), [b0] "r"(b0), [b2] "r"(b2), [s] "r"(s), [sa] "x"(sa), [sb] "x"(sb)
       : "memory");
 }
+// Q5_K on plain AVX2, 4 tokens, one sub-block of the decoded panel (d: its chunk 0, half h): the
+// 16-column halves one after the other (a half's 4 chunks in registers), per token its 4
+// broadcasts and maddubs summed in int16 (4 x 2 x 31 x 128 < 2^15) and one madd by the scale as
+// both int16 of each lane (sa), into the tokens' integer sums i (the halves cannot share one
+// int16 sum as Q4_K's do). The tokens' quants are x rows apart from b0 (tokens 0, 1) and b2 (2,
+// 3). Assembly for the same reason as ak_q4k_sub4.
+__attribute__((always_inline)) inline void ak_q5k_sub4(__m256i (&i)[4], const uint8_t* d, const uint8_t* b0,
+                                                       const uint8_t* b2, int64_t s, __m256i sa) {
+  __m256i w0, w1, w2, w3, xa, xb, xc, xd;
+  asm(
+      "vmovdqa 0(%[d]), %[w0]\n\t"
+      "vmovdqa 128(%[d]), %[w1]\n\t"
+      "vmovdqa 256(%[d]), %[w2]\n\t"
+      "vmovdqa 384(%[d]), %[w3]\n\t"
+      "vpbroadcastd 0(%[b0]), %[xa]\n\t"
+      "vpbroadcastd 4(%[b0]), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[w0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[w1], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 8(%[b0]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w2], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 12(%[b0]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w3], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpmaddwd %[sa], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[i0], %[i0]\n\t"
+      "vpbroadcastd 0(%[b0],%[s],1), %[xc]\n\t"
+      "vpbroadcastd 4(%[b0],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[w0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[w1], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 8(%[b0],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w2], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 12(%[b0],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w3], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpmaddwd %[sa], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[i1], %[i1]\n\t"
+      "vpbroadcastd 0(%[b2]), %[xa]\n\t"
+      "vpbroadcastd 4(%[b2]), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[w0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[w1], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 8(%[b2]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w2], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 12(%[b2]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w3], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpmaddwd %[sa], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[i2], %[i2]\n\t"
+      "vpbroadcastd 0(%[b2],%[s],1), %[xc]\n\t"
+      "vpbroadcastd 4(%[b2],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[w0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[w1], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 8(%[b2],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w2], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 12(%[b2],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w3], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpmaddwd %[sa], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[i3], %[i3]\n\t"
+      "vmovdqa 64(%[d]), %[w0]\n\t"
+      "vmovdqa 192(%[d]), %[w1]\n\t"
+      "vmovdqa 320(%[d]), %[w2]\n\t"
+      "vmovdqa 448(%[d]), %[w3]\n\t"
+      "vpbroadcastd 16(%[b0]), %[xa]\n\t"
+      "vpbroadcastd 20(%[b0]), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[w0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[w1], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 24(%[b0]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w2], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 28(%[b0]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w3], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpmaddwd %[sa], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[i0], %[i0]\n\t"
+      "vpbroadcastd 16(%[b0],%[s],1), %[xc]\n\t"
+      "vpbroadcastd 20(%[b0],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[w0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[w1], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 24(%[b0],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w2], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 28(%[b0],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w3], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpmaddwd %[sa], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[i1], %[i1]\n\t"
+      "vpbroadcastd 16(%[b2]), %[xa]\n\t"
+      "vpbroadcastd 20(%[b2]), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[w0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[w1], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 24(%[b2]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w2], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 28(%[b2]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w3], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpmaddwd %[sa], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[i2], %[i2]\n\t"
+      "vpbroadcastd 16(%[b2],%[s],1), %[xc]\n\t"
+      "vpbroadcastd 20(%[b2],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[w0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[w1], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 24(%[b2],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w2], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 28(%[b2],%[s],1), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w3], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpmaddwd %[sa], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[i3], %[i3]"
+      : [i0] "+x"(i[0]), [i1] "+x"(i[1]), [i2] "+x"(i[2]), [i3] "+x"(i[3]), [w0] "=&x"(w0), [w1] "=&x"(w1),
+        [w2] "=&x"(w2), [w3] "=&x"(w3), [xa] "=&x"(xa), [xb] "=&x"(xb), [xc] "=&x"(xc), [xd] "=&x"(xd)
+      : [d] "r"(d), [b0] "r"(b0), [b2] "r"(b2), [s] "r"(s), [sa] "x"(sa)
+      : "memory");
+}
 #endif
 
 template <GgmlType T, int NT>
@@ -841,13 +968,16 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
 #if !MINFER_PACKED_VNNI
-      if constexpr ((T == GgmlType::Q4_K || T == GgmlType::Q6_K) && NT == 4)
+      if constexpr (NT == 4)
         if (decoded) {
           const uint8_t* x0 = reinterpret_cast<const uint8_t*>(xb[0]->qs) + 32 * j;
           const uint8_t* d = decoded + 4096 * b + 512 * j + 32 * h;
           const AkScales sc = ak_scales<T>(par, j, h);
           if constexpr (T == GgmlType::Q4_K) {
             ak_q4k_sub4(isum, d, x0, x0 + 2 * x.stride, int64_t(x.stride), sc.a);
+          } else if constexpr (T == GgmlType::Q5_K) {
+            const __m256i sa = _mm256_or_si256(sc.a, _mm256_slli_epi32(sc.a, 16));  // 0..63: no sign
+            ak_q5k_sub4(isum, d, x0, x0 + 2 * x.stride, int64_t(x.stride), sa);
           } else {
             // Scales as int16 pairs; the offset term -32 x bsum x scale of both halves is one madd
             // of the bsum pair against the pair (-32 sa, -32 sb).
@@ -957,13 +1087,11 @@ inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* 
   _mm256_storeu_ps(y + 8, acc[1]);
 }
 
-// Tokens per tile: with vpdpbusd a chunk's decode is the larger cost, shared by more tokens (one
-// core, 3072 x 1024 x 128, AVX-VNNI 2 -> 4 tokens: Q4_K 176 -> 201 GOP/s, Q6_K 125 -> 143);
-// AVX2's maddubs sums need the registers (Q4_K and Q6_K: 4 in assembly, ak_q4k_sub4 and
-// ak_q6k_sub4). From
-// kDecodeOnceTokens tokens the super-blocks are decoded once per group (ak_decode).
-template <GgmlType T>
-constexpr int kAkTokens = kVnni || T == GgmlType::Q4_K || T == GgmlType::Q6_K ? 4 : 2;
+// Tiles of 4 tokens: with vpdpbusd a chunk's decode is the larger cost, shared by more tokens (one
+// core, 3072 x 1024 x 128, AVX-VNNI 2 -> 4 tokens: Q4_K 176 -> 201 GOP/s, Q6_K 125 -> 143); on
+// AVX2 two tokens were bound by the loads and four, in C++, spilled: their sub-blocks are in
+// assembly (ak_q4k_sub4, ak_q5k_sub4, ak_q6k_sub4). From kDecodeOnceTokens tokens the
+// super-blocks are decoded once per group (ak_decode).
 template <GgmlType T>
 void ak_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const PackedAct& x,
              int64_t nt, float* y, int64_t ldy) {
@@ -978,7 +1106,7 @@ void ak_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
   for (int64_t g = 0; g < n_groups; ++g) {
     const uint8_t* grp = wp + size_t(g) * gb;
     if (pan) ak_decode<T>(grp, nsb, pan);
-    each_half_tile<kAkTokens<T>>(grp, 1, 0, nt, y + 16 * g,
+    each_half_tile<4>(grp, 1, 0, nt, y + 16 * g,
                                   [&](auto w, const uint8_t*, int h, int64_t t0, float* yg) {
                                     ak_tile<T, decltype(w)::value>(grp, pan, nsb, h, x, t0, yg, ldy);
                                   });
