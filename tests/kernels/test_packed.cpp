@@ -214,7 +214,7 @@ TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
       if (isa == Isa::Scalar) continue;
       const PackedGemmFn f = packed_gemm(t, isa);
       ASSERT_NE(f, nullptr) << isa_name(isa);
-      for (int64_t nt : {1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 18, 19, 31, 32, 33, 47}) {
+      for (int64_t nt : {1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 18, 19, 31, 32, 33, 34, 47}) {
         const auto x = random_floats(size_t(nt * cols), rng);
         const Acts a = make_acts(t, x, nt, cols);
         std::vector<float> ref(size_t(nt * rows));
