@@ -158,6 +158,140 @@ inline __m256i q4_decode_dot(const uint8_t* q, int h, int32_t c, const uint8_t* 
 }
 #endif
 
+#if !MINFER_PACKED_VNNI
+// Q4_0 on plain AVX2, 4 tokens (activations 32 bytes apart from x), half h of one block (q: its
+// first 32 bytes of rows 8h..8h+7): the 8 chunks' maddubs of each token summed in int16 into p
+// (8 x 2 x 15 x 127 < 2^15, as dot_block's), the low nibbles' chunks first, then the high ones',
+// 4 chunks in registers at a time. Assembly: with all 8 chunks, the 4 tokens' sums and their
+// float steps in C++, GCC spilled.
+__attribute__((always_inline)) inline void q4_0_half4(__m256i (&p)[4], const uint8_t* q, const uint8_t* x) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  __m256i w0, w1, w2, w3, xa, xb, xc, xd;
+  asm(
+      "vmovdqa 0(%[q]), %[w0]\n\t"
+      "vpand %[m4], %[w0], %[w0]\n\t"
+      "vmovdqa 64(%[q]), %[w1]\n\t"
+      "vpand %[m4], %[w1], %[w1]\n\t"
+      "vmovdqa 128(%[q]), %[w2]\n\t"
+      "vpand %[m4], %[w2], %[w2]\n\t"
+      "vmovdqa 192(%[q]), %[w3]\n\t"
+      "vpand %[m4], %[w3], %[w3]\n\t"
+      "vpbroadcastd 0(%[x]), %[xa]\n\t"
+      "vpmaddubsw %[xa], %[w0], %[xa]\n\t"
+      "vmovdqa %[xa], %[p0]\n\t"
+      "vpbroadcastd 4(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w1], %[xb]\n\t"
+      "vpaddw %[xb], %[p0], %[p0]\n\t"
+      "vpbroadcastd 8(%[x]), %[xa]\n\t"
+      "vpmaddubsw %[xa], %[w2], %[xa]\n\t"
+      "vpaddw %[xa], %[p0], %[p0]\n\t"
+      "vpbroadcastd 12(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w3], %[xb]\n\t"
+      "vpaddw %[xb], %[p0], %[p0]\n\t"
+      "vpbroadcastd 32(%[x]), %[xc]\n\t"
+      "vpmaddubsw %[xc], %[w0], %[xc]\n\t"
+      "vmovdqa %[xc], %[p1]\n\t"
+      "vpbroadcastd 36(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w1], %[xd]\n\t"
+      "vpaddw %[xd], %[p1], %[p1]\n\t"
+      "vpbroadcastd 40(%[x]), %[xc]\n\t"
+      "vpmaddubsw %[xc], %[w2], %[xc]\n\t"
+      "vpaddw %[xc], %[p1], %[p1]\n\t"
+      "vpbroadcastd 44(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w3], %[xd]\n\t"
+      "vpaddw %[xd], %[p1], %[p1]\n\t"
+      "vpbroadcastd 64(%[x]), %[xa]\n\t"
+      "vpmaddubsw %[xa], %[w0], %[xa]\n\t"
+      "vmovdqa %[xa], %[p2]\n\t"
+      "vpbroadcastd 68(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w1], %[xb]\n\t"
+      "vpaddw %[xb], %[p2], %[p2]\n\t"
+      "vpbroadcastd 72(%[x]), %[xa]\n\t"
+      "vpmaddubsw %[xa], %[w2], %[xa]\n\t"
+      "vpaddw %[xa], %[p2], %[p2]\n\t"
+      "vpbroadcastd 76(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w3], %[xb]\n\t"
+      "vpaddw %[xb], %[p2], %[p2]\n\t"
+      "vpbroadcastd 96(%[x]), %[xc]\n\t"
+      "vpmaddubsw %[xc], %[w0], %[xc]\n\t"
+      "vmovdqa %[xc], %[p3]\n\t"
+      "vpbroadcastd 100(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w1], %[xd]\n\t"
+      "vpaddw %[xd], %[p3], %[p3]\n\t"
+      "vpbroadcastd 104(%[x]), %[xc]\n\t"
+      "vpmaddubsw %[xc], %[w2], %[xc]\n\t"
+      "vpaddw %[xc], %[p3], %[p3]\n\t"
+      "vpbroadcastd 108(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w3], %[xd]\n\t"
+      "vpaddw %[xd], %[p3], %[p3]\n\t"
+      "vmovdqa 0(%[q]), %[w0]\n\t"
+      "vpsrlw $4, %[w0], %[w0]\n\t"
+      "vpand %[m4], %[w0], %[w0]\n\t"
+      "vmovdqa 64(%[q]), %[w1]\n\t"
+      "vpsrlw $4, %[w1], %[w1]\n\t"
+      "vpand %[m4], %[w1], %[w1]\n\t"
+      "vmovdqa 128(%[q]), %[w2]\n\t"
+      "vpsrlw $4, %[w2], %[w2]\n\t"
+      "vpand %[m4], %[w2], %[w2]\n\t"
+      "vmovdqa 192(%[q]), %[w3]\n\t"
+      "vpsrlw $4, %[w3], %[w3]\n\t"
+      "vpand %[m4], %[w3], %[w3]\n\t"
+      "vpbroadcastd 16(%[x]), %[xa]\n\t"
+      "vpmaddubsw %[xa], %[w0], %[xa]\n\t"
+      "vpaddw %[xa], %[p0], %[p0]\n\t"
+      "vpbroadcastd 20(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w1], %[xb]\n\t"
+      "vpaddw %[xb], %[p0], %[p0]\n\t"
+      "vpbroadcastd 24(%[x]), %[xa]\n\t"
+      "vpmaddubsw %[xa], %[w2], %[xa]\n\t"
+      "vpaddw %[xa], %[p0], %[p0]\n\t"
+      "vpbroadcastd 28(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w3], %[xb]\n\t"
+      "vpaddw %[xb], %[p0], %[p0]\n\t"
+      "vpbroadcastd 48(%[x]), %[xc]\n\t"
+      "vpmaddubsw %[xc], %[w0], %[xc]\n\t"
+      "vpaddw %[xc], %[p1], %[p1]\n\t"
+      "vpbroadcastd 52(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w1], %[xd]\n\t"
+      "vpaddw %[xd], %[p1], %[p1]\n\t"
+      "vpbroadcastd 56(%[x]), %[xc]\n\t"
+      "vpmaddubsw %[xc], %[w2], %[xc]\n\t"
+      "vpaddw %[xc], %[p1], %[p1]\n\t"
+      "vpbroadcastd 60(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w3], %[xd]\n\t"
+      "vpaddw %[xd], %[p1], %[p1]\n\t"
+      "vpbroadcastd 80(%[x]), %[xa]\n\t"
+      "vpmaddubsw %[xa], %[w0], %[xa]\n\t"
+      "vpaddw %[xa], %[p2], %[p2]\n\t"
+      "vpbroadcastd 84(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w1], %[xb]\n\t"
+      "vpaddw %[xb], %[p2], %[p2]\n\t"
+      "vpbroadcastd 88(%[x]), %[xa]\n\t"
+      "vpmaddubsw %[xa], %[w2], %[xa]\n\t"
+      "vpaddw %[xa], %[p2], %[p2]\n\t"
+      "vpbroadcastd 92(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w3], %[xb]\n\t"
+      "vpaddw %[xb], %[p2], %[p2]\n\t"
+      "vpbroadcastd 112(%[x]), %[xc]\n\t"
+      "vpmaddubsw %[xc], %[w0], %[xc]\n\t"
+      "vpaddw %[xc], %[p3], %[p3]\n\t"
+      "vpbroadcastd 116(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w1], %[xd]\n\t"
+      "vpaddw %[xd], %[p3], %[p3]\n\t"
+      "vpbroadcastd 120(%[x]), %[xc]\n\t"
+      "vpmaddubsw %[xc], %[w2], %[xc]\n\t"
+      "vpaddw %[xc], %[p3], %[p3]\n\t"
+      "vpbroadcastd 124(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w3], %[xd]\n\t"
+      "vpaddw %[xd], %[p3], %[p3]"
+      : [p0] "=&x"(p[0]), [p1] "=&x"(p[1]), [p2] "=&x"(p[2]), [p3] "=&x"(p[3]), [w0] "=&x"(w0), [w1] "=&x"(w1),
+        [w2] "=&x"(w2), [w3] "=&x"(w3), [xa] "=&x"(xa), [xb] "=&x"(xb), [xc] "=&x"(xc), [xd] "=&x"(xd)
+      : [q] "r"(q), [x] "r"(x), [m4] "x"(m4)
+      : "memory");
+}
+
+#endif
+
 // T tokens (from t0, in tiles of kActTile) x half h of one group grp: quants P::quants(grp, pan,
 // b), scales in grp.
 template <class P, int T>
@@ -195,6 +329,19 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(dw, _mm256_set1_ps(xd[kActTile * b + t])), acc[t]);
       continue;
     }
+#if !MINFER_PACKED_VNNI
+    if constexpr (std::is_same_v<P, AQ4> && T == 4) {
+      __m256i p[4];
+      q4_0_half4(p, q + 32 * h, xb);
+      const __m256i ones = _mm256_set1_epi16(1);
+      for (int t = 0; t < 4; ++t) {
+        const size_t i = kActTile * b + t;
+        const __m256i s = _mm256_add_epi32(_mm256_set1_epi32(xc[i]), _mm256_madd_epi16(p[t], ones));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xd[i])), acc[t]);
+      }
+      continue;
+    }
+#endif
     __m256i w[8];
     P::load(q, h, w);
     for (int t = 0; t < T; ++t) {
