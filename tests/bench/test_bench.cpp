@@ -90,8 +90,11 @@ TEST(Bench, StoriesFootprintAndRun) {
   for (double v : r.samples_ts) EXPECT_TRUE(std::isfinite(v) && v > 0);
   EXPECT_EQ(ctx.n_past(), 0);  // the cache is left empty
   EXPECT_THROW(rt::run_bench(ctx, rt::pp_test(17), 1, 1), minfer::Error);  // beyond n_ctx
-  // A depth fills the cache before the timed tokens: together they must fit.
+  // A depth fills the cache before the timed tokens: together they must fit. The warm-up and
+  // the timed run each evaluate the 13 depth tokens, then the 3 timed ones.
+  const uint64_t before = ctx.stats().tokens_evaluated;
   const auto d = rt::run_bench(ctx, rt::tg_test(3, 13), 1, 1);
+  EXPECT_EQ(ctx.stats().tokens_evaluated - before, 2u * (13 + 3));
   EXPECT_EQ(d.test, "tg3 @ d13");
   EXPECT_EQ(d.n_depth, 13);
   ASSERT_EQ(d.samples_ts.size(), 1u);
@@ -102,6 +105,7 @@ TEST(Bench, StoriesFootprintAndRun) {
   cp.n_ctx = 1100;
   rt::Context deep(*m, cp);
   const auto p = rt::run_bench(deep, rt::pp_test(4, 1096), 1, 1);
+  EXPECT_EQ(deep.stats().tokens_evaluated, 2u * (1096 + 4));
   EXPECT_EQ(p.test, "pp4 @ d1096");
   ASSERT_EQ(p.samples_ts.size(), 1u);
   EXPECT_EQ(deep.n_past(), 0);
