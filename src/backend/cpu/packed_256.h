@@ -290,6 +290,132 @@ __attribute__((always_inline)) inline void q4_0_half4(__m256i (&p)[4], const uin
       : "memory");
 }
 
+// Q5_0 on plain AVX2, 4 tokens (activations 32 bytes apart from x), half h of one decoded block
+// (q: its chunk 0 of rows 8h..8h+7, values 0..31) into the tokens' integer sums s: per 4 chunks
+// in registers, per token the 4 maddubs summed in int16 (4 x 2 x 31 x 127 < 2^15, as
+// dot_block's) and widened by one madd. Assembly for the reason of q4_0_half4.
+__attribute__((always_inline)) inline void q5_0_half4(__m256i (&s)[4], const uint8_t* q, const uint8_t* x) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i w0, w1, w2, w3, xa, xb, xc, xd;
+  asm(
+      "vmovdqa 0(%[q]), %[w0]\n\t"
+      "vmovdqa 64(%[q]), %[w1]\n\t"
+      "vmovdqa 128(%[q]), %[w2]\n\t"
+      "vmovdqa 192(%[q]), %[w3]\n\t"
+      "vpbroadcastd 0(%[x]), %[xa]\n\t"
+      "vpbroadcastd 4(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[w0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[w1], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 8(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w2], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 12(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w3], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpmaddwd %[ones], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[s0], %[s0]\n\t"
+      "vpbroadcastd 32(%[x]), %[xc]\n\t"
+      "vpbroadcastd 36(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[w0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[w1], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 40(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w2], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 44(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w3], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpmaddwd %[ones], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[s1], %[s1]\n\t"
+      "vpbroadcastd 64(%[x]), %[xa]\n\t"
+      "vpbroadcastd 68(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[w0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[w1], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 72(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w2], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 76(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w3], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpmaddwd %[ones], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[s2], %[s2]\n\t"
+      "vpbroadcastd 96(%[x]), %[xc]\n\t"
+      "vpbroadcastd 100(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[w0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[w1], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 104(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w2], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 108(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w3], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpmaddwd %[ones], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[s3], %[s3]\n\t"
+      "vmovdqa 256(%[q]), %[w0]\n\t"
+      "vmovdqa 320(%[q]), %[w1]\n\t"
+      "vmovdqa 384(%[q]), %[w2]\n\t"
+      "vmovdqa 448(%[q]), %[w3]\n\t"
+      "vpbroadcastd 16(%[x]), %[xa]\n\t"
+      "vpbroadcastd 20(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[w0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[w1], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 24(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w2], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 28(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w3], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpmaddwd %[ones], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[s0], %[s0]\n\t"
+      "vpbroadcastd 48(%[x]), %[xc]\n\t"
+      "vpbroadcastd 52(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[w0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[w1], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 56(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w2], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 60(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w3], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpmaddwd %[ones], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[s1], %[s1]\n\t"
+      "vpbroadcastd 80(%[x]), %[xa]\n\t"
+      "vpbroadcastd 84(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xa], %[w0], %[xa]\n\t"
+      "vpmaddubsw %[xb], %[w1], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 88(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w2], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpbroadcastd 92(%[x]), %[xb]\n\t"
+      "vpmaddubsw %[xb], %[w3], %[xb]\n\t"
+      "vpaddw %[xb], %[xa], %[xa]\n\t"
+      "vpmaddwd %[ones], %[xa], %[xa]\n\t"
+      "vpaddd %[xa], %[s2], %[s2]\n\t"
+      "vpbroadcastd 112(%[x]), %[xc]\n\t"
+      "vpbroadcastd 116(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xc], %[w0], %[xc]\n\t"
+      "vpmaddubsw %[xd], %[w1], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 120(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w2], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpbroadcastd 124(%[x]), %[xd]\n\t"
+      "vpmaddubsw %[xd], %[w3], %[xd]\n\t"
+      "vpaddw %[xd], %[xc], %[xc]\n\t"
+      "vpmaddwd %[ones], %[xc], %[xc]\n\t"
+      "vpaddd %[xc], %[s3], %[s3]"
+      : [s0] "+x"(s[0]), [s1] "+x"(s[1]), [s2] "+x"(s[2]), [s3] "+x"(s[3]), [w0] "=&x"(w0), [w1] "=&x"(w1),
+        [w2] "=&x"(w2), [w3] "=&x"(w3), [xa] "=&x"(xa), [xb] "=&x"(xb), [xc] "=&x"(xc), [xd] "=&x"(xd)
+      : [q] "r"(q), [x] "r"(x), [ones] "x"(ones)
+      : "memory");
+}
+
 #endif
 
 // T tokens (from t0, in tiles of kActTile) x half h of one group grp: quants P::quants(grp, pan,
@@ -338,6 +464,16 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
         const size_t i = kActTile * b + t;
         const __m256i s = _mm256_add_epi32(_mm256_set1_epi32(xc[i]), _mm256_madd_epi16(p[t], ones));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xd[i])), acc[t]);
+      }
+      continue;
+    }
+    if constexpr (std::is_same_v<P, Decoded<AQ5>> && T == 4) {
+      __m256i s[4];
+      for (int t = 0; t < 4; ++t) s[t] = _mm256_set1_epi32(xc[kActTile * b + t]);
+      q5_0_half4(s, q + 32 * h, xb);
+      for (int t = 0; t < 4; ++t) {
+        const __m256 prod = _mm256_mul_ps(dw, _mm256_set1_ps(xd[kActTile * b + t]));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), prod, acc[t]);
       }
       continue;
     }
