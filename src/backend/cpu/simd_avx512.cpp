@@ -294,9 +294,36 @@ struct Q6KPanel {
   static constexpr size_t kBlock = kQuantBytes + 16 * 64 + 64;  // quants, sc[16], d
 };
 
-// Writes rows [0, nr) of super-block b (padding rows: zero quants and scales) into pb.
+// A Q3_K super-block (hmask[32], qs[64], scales[12], d) in Q6_K's panel terms: its quants
+// q - 4 (q = low 2 bits + 4 x the hmask bit) stored as Q6_K's (q - 4) + 32, its 6-bit scales
+// less 32 as Q6_K's int8 ones, the same d. The integer sums are then the same as Q3_K's own
+// (scale x dot(q - 4, x) per 16 columns) and the float step is Q6_K's, which is Q3_K's:
+// (d x d_x) x isum per super-block. So Q3_K prompts run the Q6_K panel tiles, bit-identical.
+void q3k_to_q6k_panel_row(const uint8_t* wb, uint8_t* q, int32_t* sc, int r, float* d) {
+  const __m256i m2 = _mm256_set1_epi8(0x03);
+  const __m256i hm = _mm256_loadu_si256((const __m256i*)wb);
+  for (int k = 0; k < 2; ++k) {
+    const __m256i q3 = _mm256_loadu_si256((const __m256i*)(wb + 32 + 32 * k));
+    for (int j = 0; j < 4; ++j) {
+      const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(q3, _mm_cvtsi32_si128(2 * j)), m2);
+      const __m256i bit = _mm256_set1_epi8(char(1 << (4 * k + j)));
+      const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit);
+      const __m256i u = _mm256_or_si256(lo, _mm256_and_si256(set, _mm256_set1_epi8(4)));
+      _mm256_store_si256((__m256i*)(q + 128 * k + 32 * j), _mm256_add_epi8(u, _mm256_set1_epi8(28)));
+    }
+  }
+  for (int j = 0; j < 16; ++j) {
+    const int lo = j < 8 ? (wb[96 + j] & 0x0F) : (wb[96 + j - 8] >> 4);
+    const int hi = (wb[96 + 8 + (j % 4)] >> (2 * (j / 4))) & 3;
+    sc[16 * j + r] = (lo | (hi << 4)) - 32;
+  }
+  *d = f16(wb + 108);
+}
+
+// Writes rows [0, nr) of super-block b (padding rows: zero quants and scales) into pb; Q6KPanel
+// from Q6_K or Q3_K rows (type).
 template <class K>
-void pack_kq(const uint8_t* w, size_t ws, int64_t nr, int64_t b, uint8_t* pb, uint8_t* tmp) {
+void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, uint8_t* pb, uint8_t* tmp) {
   int32_t* sc = reinterpret_cast<int32_t*>(pb + kQuantBytes);
   for (int r = 0; r < kPanel; ++r) {
     uint8_t* q = tmp + 256 * r;
@@ -310,6 +337,11 @@ void pack_kq(const uint8_t* w, size_t ws, int64_t nr, int64_t b, uint8_t* pb, ui
     }
     const uint8_t* wb;
     if constexpr (std::is_same_v<K, Q6KPanel>) {
+      if (type == GgmlType::Q3_K) {
+        q3k_to_q6k_panel_row(w + size_t(r) * ws + b * 110, q, sc, r,
+                             reinterpret_cast<float*>(pb + kQuantBytes + 16 * 64) + r);
+        continue;
+      }
       wb = w + size_t(r) * ws + b * 210;
       const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
       for (int k = 0; k < 2; ++k) {
@@ -658,14 +690,14 @@ void kq_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* 
 template <class K>
 void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x,
              size_t xs, int64_t nt, float* y, int64_t ldy) {
-  if (nt == 1) {
+  if (nt == 1 && type != GgmlType::Q3_K) {
     if constexpr (std::is_same_v<K, Q6KPanel>)
       for (int64_t r = 0; r < nr; ++r) y[r] = q6k_gemv_row(w + size_t(r) * ws, n / 256, x);
     else
       kq_gemv<K>(n, w, ws, nr, x, y);
     return;
   }
-  if (nt < kGemmMinTokens) {
+  if (nt < kGemmMinTokens) {  // (and Q3_K's one-token steps)
     dot_tile_avx2(type)(type, n, w, ws, nr, x, xs, nt, y, ldy);
     return;
   }
@@ -683,7 +715,7 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
   for (int64_t r0 = 0; r0 < nr; r0 += kPanel) {
     const int64_t pr = nr - r0 < kPanel ? nr - r0 : kPanel;
     for (int64_t b = 0; b < nsb; ++b)
-      pack_kq<K>(w + size_t(r0) * ws, ws, pr, b, panel + b * K::kBlock, tmp);
+      pack_kq<K>(type, w + size_t(r0) * ws, ws, pr, b, panel + b * K::kBlock, tmp);
     const __mmask16 rows = __mmask16((1u << pr) - 1u);
     int64_t t0 = 0;
     if (amx)
@@ -969,7 +1001,8 @@ DotTileFn dot_tile_avx512(GgmlType t) {
     case GgmlType::Q4_K: return kq_gemm<KQ4>;
     case GgmlType::Q5_K: return kq_gemm<KQ5>;
     case GgmlType::Q6_K: return kq_gemm<Q6KPanel>;
-    default: return nullptr;  // Q2_K, Q3_K: the AVX2 tiles
+    case GgmlType::Q3_K: return kq_gemm<Q6KPanel>;  // prompts on Q6_K's panels (q3k_to_q6k_panel_row)
+    default: return nullptr;  // Q2_K: the AVX2 tiles
   }
 }
 
