@@ -679,6 +679,59 @@ inline float q6k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
   return s;
 }
 
+// q3_K (hmask[32], qs[64], scales[12], d), one token: per 128-column half k, the zmm of columns
+// 128k + 64p + (0..63) holds u = low 2 bits | 4 x hmask bit for quarters 2p and 2p + 1 (qs
+// broadcast to both 256-bit halves, shifted by 4p and 4p + 2), the token's quants of those
+// columns are contiguous, and the int16 scale lanes are q6k's (16-column sub-blocks too). The -4
+// offset is q3k_tile's: minus 4 x sum(scale x bsum). Same integers and float step as dot_q3_K.
+inline float q3k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
+  const __m512i m3 = _mm512_set1_epi8(0x03), four = _mm512_set1_epi8(0x04);
+  __m512i idx[4];
+  for (int j = 0; j < 4; ++j) idx[j] = _mm512_load_si512(kQ6ScaleLanes[j]);
+  const __m512i shift[2] = {_mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1),
+                            _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
+  float s = 0.0f;
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* wb = wr + b * 110;
+    const uint8_t* xb = x + b * kQ8KBytes;
+    for (int l = 0; l < 128; l += 64) _mm_prefetch((const char*)(wb + kKqAhead + l), _MM_HINT_T2);
+    // The 16 scales: low 4 bits from bytes 0-7 (sub-blocks 0-7 low nibbles, 8-15 high), high 2
+    // bits from bytes 8-11 (sub-block j: byte 8 + j % 4, bits 2 (j / 4)), less 32.
+    uint64_t lo8;
+    __builtin_memcpy(&lo8, wb + 96, 8);
+    const __m128i lv = _mm_cvtsi64_si128(int64_t(lo8));
+    const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(lv, _mm_set1_epi8(0x0F)),
+                                          _mm_and_si128(_mm_srli_epi16(lv, 4), _mm_set1_epi8(0x0F)));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(load_i32(wb + 104)), _mm_setr_epi32(0, 2, 4, 6)),
+                                     _mm_set1_epi8(0x03));
+    const __m128i sc8 = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+    const __m512i sc = _mm512_castsi256_si512(sc16);
+    const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)wb));
+    __m512i isum = _mm512_setzero_si512();
+    for (int k = 0; k < 2; ++k) {
+      const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(wb + 32 + 32 * k)));
+      for (int p = 0; p < 2; ++p) {
+        const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8(char(1 << (4 * k + 2 * p))),
+                                               _mm256_set1_epi8(char(1 << (4 * k + 2 * p + 1))), 1);
+        __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, shift[p]), m3);
+        u = _mm512_mask_add_epi8(u, _mm512_test_epi8_mask(hm, bit), u, four);
+        const __m512i xv = _mm512_loadu_si512(xb + 4 + 128 * k + 64 * p);
+        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u, xv),
+                                                        _mm512_permutexvar_epi16(idx[2 * k + p], sc)));
+      }
+    }
+    const __m256i bs = _mm256_loadu_si256((const __m256i*)(xb + 260));
+    const __m256i c8 = _mm256_madd_epi16(sc16, bs);
+    __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(c8), _mm256_extracti128_si256(c8, 1));
+    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4E));
+    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xB1));
+    const int corr = _mm_cvtsi128_si32(c4);
+    s += (f16(wb + 108) * q8k_d(xb)) * float(_mm512_reduce_add_epi32(isum) - 4 * corr);
+  }
+  return s;
+}
+
 template <class K>
 void kq_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, float* y) {
   const int64_t nsb = n / 256;
@@ -690,14 +743,16 @@ void kq_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* 
 template <class K>
 void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x,
              size_t xs, int64_t nt, float* y, int64_t ldy) {
-  if (nt == 1 && type != GgmlType::Q3_K) {
+  if (nt == 1) {
     if constexpr (std::is_same_v<K, Q6KPanel>)
-      for (int64_t r = 0; r < nr; ++r) y[r] = q6k_gemv_row(w + size_t(r) * ws, n / 256, x);
+      for (int64_t r = 0; r < nr; ++r)
+        y[r] = type == GgmlType::Q3_K ? q3k_gemv_row(w + size_t(r) * ws, n / 256, x)
+                                      : q6k_gemv_row(w + size_t(r) * ws, n / 256, x);
     else
       kq_gemv<K>(n, w, ws, nr, x, y);
     return;
   }
-  if (nt < kGemmMinTokens) {  // (and Q3_K's one-token steps)
+  if (nt < kGemmMinTokens) {
     dot_tile_avx2(type)(type, n, w, ws, nr, x, xs, nt, y, ldy);
     return;
   }
@@ -1001,7 +1056,7 @@ DotTileFn dot_tile_avx512(GgmlType t) {
     case GgmlType::Q4_K: return kq_gemm<KQ4>;
     case GgmlType::Q5_K: return kq_gemm<KQ5>;
     case GgmlType::Q6_K: return kq_gemm<Q6KPanel>;
-    case GgmlType::Q3_K: return kq_gemm<Q6KPanel>;  // prompts on Q6_K's panels (q3k_to_q6k_panel_row)
+    case GgmlType::Q3_K: return kq_gemm<Q6KPanel>;  // prompts on Q6_K's panels, decode q3k_gemv_row
     default: return nullptr;  // Q2_K: the AVX2 tiles
   }
 }
