@@ -234,23 +234,25 @@ TEST(MatmulIsa, KQuantFastPathsAreBitIdenticalToScalar) {
   }
 }
 
-// The integer sums at their largest: every quant at its maximum (Q3_K 3 - 4 + 4, Q4_K 15, Q5_K
-// 31, Q6_K 63; 6-bit scales and mins 63) against activations of one sign, which Q8_K rounds to
-// 127 in magnitude. The kernels' narrow intermediates (the AVX-512 Q4_K tile multiplies each
+// The integer sums at their largest: every quant at its maximum (Q2_K 3, Q3_K 3 - 4 + 4, Q4_K 15,
+// Q5_K 31, Q6_K 63; 4-bit and 6-bit scales and mins at their maximum) against activations of one
+// sign, which Q8_K rounds to 127 in magnitude. The kernels' narrow intermediates (the AVX-512 Q4_K tile multiplies each
 // 16-column sum, up to 16 x 15 x 127, as an int16) must still give the scalar results, in the
 // GGUF-layout tiles and in the packed ones.
 TEST(MatmulIsa, KQuantLargestSumsAreBitIdenticalToScalar) {
-  for (GgmlType t : {GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+  for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
     for (float sign : {1.0f, -1.0f})
       for (int64_t nt : {1, 8, 35}) {
         const int64_t rows = 35, cols = 512;
         const size_t rs = row_size(t, cols), bs = type_traits(t).type_size;
         std::vector<uint8_t> wbuf(rs * size_t(rows), 0xFF);
-        const bool d_last = t == GgmlType::Q3_K || t == GgmlType::Q6_K;  // Q4_K/Q5_K: d, dmin first
-        const size_t d_at = d_last ? bs - 2 : 0;
+        // d (and dmin) first in Q4_K/Q5_K, last in Q3_K/Q6_K (d) and Q2_K (d, dmin).
+        const bool d_last = t == GgmlType::Q3_K || t == GgmlType::Q6_K;
+        const bool has_min = !d_last;
+        const size_t d_at = d_last ? bs - 2 : t == GgmlType::Q2_K ? bs - 4 : 0;
         for (size_t b = 0; b < wbuf.size() / bs; ++b) {
           wbuf[b * bs + d_at] = 0x00, wbuf[b * bs + d_at + 1] = 0x3C;  // d = 1
-          if (!d_last) wbuf[b * bs + 2] = 0x00, wbuf[b * bs + 3] = 0x38;  // dmin = 0.5
+          if (has_min) wbuf[b * bs + d_at + 2] = 0x00, wbuf[b * bs + d_at + 3] = 0x38;  // dmin = 0.5
         }
         std::vector<float> x(size_t(nt * cols));
         for (size_t i = 0; i < x.size(); ++i) x[i] = sign * (0.75f + 0.25f * float(i % 7 == 0));

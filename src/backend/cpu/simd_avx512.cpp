@@ -732,6 +732,57 @@ inline float q3k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
   return s;
 }
 
+// q2_K (scales[16]: scale | min << 4 per 16 columns, qs[64], d, dmin), one token: qs as q3_K's
+// low bits (q3k_gemv_row), each 16 columns' scale by q6k's int16 lanes, the mins against the
+// activations' sums; the float step is dot_q2_K's, (d_x d) isum - (d_x dmin) summs.
+inline float q2k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
+  const __m512i m3 = _mm512_set1_epi8(0x03);
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  __m512i idx[4];
+  for (int j = 0; j < 4; ++j) idx[j] = _mm512_load_si512(kQ6ScaleLanes[j]);
+  const __m512i shift[2] = {_mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1),
+                            _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
+  float s = 0.0f;
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* wb = wr + b * 84;
+    const uint8_t* xb = x + b * kQ8KBytes;
+    _mm_prefetch((const char*)(wb + kKqAhead), _MM_HINT_T2);
+    _mm_prefetch((const char*)(wb + kKqAhead + 64), _MM_HINT_T2);
+    const __m128i sc8 = _mm_loadu_si128((const __m128i*)wb);
+    const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sc8, m4));
+    const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), m4));
+    const __m512i sc = _mm512_castsi256_si512(sc16);
+    __m512i isum = _mm512_setzero_si512();
+    for (int k = 0; k < 2; ++k) {
+      const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(wb + 16 + 32 * k)));
+      for (int p = 0; p < 2; ++p) {
+        const __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, shift[p]), m3);
+        const __m512i xv = _mm512_loadu_si512(xb + 4 + 128 * k + 64 * p);
+        isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u, xv),
+                                                        _mm512_permutexvar_epi16(idx[2 * k + p], sc)));
+      }
+    }
+    const __m256i c8 = _mm256_madd_epi16(mn16, _mm256_loadu_si256((const __m256i*)(xb + 260)));
+    __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(c8), _mm256_extracti128_si256(c8, 1));
+    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4E));
+    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xB1));
+    const int summs = _mm_cvtsi128_si32(c4);
+    const float dall = q8k_d(xb) * f16(wb + 80), dmin = q8k_d(xb) * f16(wb + 82);
+    s += dall * float(_mm512_reduce_add_epi32(isum)) - dmin * float(summs);
+  }
+  return s;
+}
+
+// Q2_K: one-token steps by q2k_gemv_row; prompts on the AVX2 tiles.
+void q2k_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, size_t xs,
+              int64_t nt, float* y, int64_t ldy) {
+  if (nt != 1) {
+    dot_tile_avx2(type)(type, n, w, ws, nr, x, xs, nt, y, ldy);
+    return;
+  }
+  for (int64_t r = 0; r < nr; ++r) y[r] = q2k_gemv_row(w + size_t(r) * ws, n / 256, x);
+}
+
 template <class K>
 void kq_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, float* y) {
   const int64_t nsb = n / 256;
@@ -1057,7 +1108,8 @@ DotTileFn dot_tile_avx512(GgmlType t) {
     case GgmlType::Q5_K: return kq_gemm<KQ5>;
     case GgmlType::Q6_K: return kq_gemm<Q6KPanel>;
     case GgmlType::Q3_K: return kq_gemm<Q6KPanel>;  // prompts on Q6_K's panels, decode q3k_gemv_row
-    default: return nullptr;  // Q2_K: the AVX2 tiles
+    case GgmlType::Q2_K: return q2k_gemm;
+    default: return nullptr;
   }
 }
 
