@@ -94,6 +94,8 @@ MINFER_BENCH_TYPE(Q8_0)
 MINFER_BENCH_TYPE(Q4_0)
 MINFER_BENCH_TYPE(Q4_K)
 MINFER_BENCH_TYPE(Q6_K)
+MINFER_BENCH_TYPE(Q3_K)
+MINFER_BENCH_TYPE(Q2_K)
 
 // Decode and prefill as a model runs them: each call reads a matrix no cache holds (copies
 // cycled through 512 MiB), so the numbers include what a step pays per matmul for starting its
