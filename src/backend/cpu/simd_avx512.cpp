@@ -293,6 +293,16 @@ struct Q45KPanel {
 struct Q6KPanel {
   static constexpr size_t kBlock = kQuantBytes + 16 * 64 + 64;  // quants, sc[16], d
 };
+// Q2_K: Q6_K's 16 sub-blocks of 16 (scales 0..15, quants 0..3 as they are) and Q4_K's mins term:
+// the 16 mins as 8 int16 pairs (2q, 2q + 1) against the activations' Q8KSums::bsum16, then d, dmin.
+struct Q2KPanel {
+  static constexpr size_t kBlock = kQuantBytes + 24 * 64 + 2 * 64;  // quants, sc[16], mins[8], d, dmin
+};
+// The panels with 16 sub-blocks of 16 columns, and where a panel's d and dmin are (float slots).
+template <class K>
+constexpr bool kSub16 = std::is_same_v<K, Q6KPanel> || std::is_same_v<K, Q2KPanel>;
+template <class K>
+constexpr int kDSlot = std::is_same_v<K, Q2KPanel> ? 24 : 16;
 
 // A Q3_K super-block (hmask[32], qs[64], scales[12], d) in Q6_K's panel terms: its quants
 // q - 4 (q = low 2 bits + 4 x the hmask bit) stored as Q6_K's (q - 4) + 32, its 6-bit scales
@@ -329,14 +339,25 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
     uint8_t* q = tmp + 256 * r;
     if (r >= nr) {
       __builtin_memset(q, 0, 256);
-      for (int j = 0; j < 16; ++j) sc[16 * j + r] = 0;
-      reinterpret_cast<float*>(pb + kQuantBytes + 16 * 64)[r] = 0.0f;
-      if constexpr (!std::is_same_v<K, Q6KPanel>)
-        reinterpret_cast<float*>(pb + kQuantBytes + 17 * 64)[r] = 0.0f;
+      for (size_t j = 0; j < (K::kBlock - kQuantBytes) / 64; ++j) sc[16 * j + r] = 0;  // (0.0f too)
       continue;
     }
     const uint8_t* wb;
-    if constexpr (std::is_same_v<K, Q6KPanel>) {
+    if constexpr (std::is_same_v<K, Q2KPanel>) {
+      // scales[16] (scale | min << 4), qs[64] (column 128k + 32j + l: bits 2j of qs[32k + l]), d, dmin
+      wb = w + size_t(r) * ws + b * 84;
+      const __m256i m2 = _mm256_set1_epi8(0x03);
+      for (int k = 0; k < 2; ++k) {
+        const __m256i q2 = _mm256_loadu_si256((const __m256i*)(wb + 16 + 32 * k));
+        for (int j = 0; j < 4; ++j)
+          _mm256_store_si256((__m256i*)(q + 128 * k + 32 * j),
+                             _mm256_and_si256(_mm256_srl_epi16(q2, _mm_cvtsi32_si128(2 * j)), m2));
+      }
+      for (int j = 0; j < 16; ++j) sc[16 * j + r] = wb[j] & 0x0F;
+      for (int m = 0; m < 8; ++m) sc[16 * (16 + m) + r] = (wb[2 * m] >> 4) | ((wb[2 * m + 1] >> 4) << 16);
+      reinterpret_cast<float*>(pb + kQuantBytes + 24 * 64)[r] = f16(wb + 80);
+      reinterpret_cast<float*>(pb + kQuantBytes + 25 * 64)[r] = f16(wb + 82);
+    } else if constexpr (std::is_same_v<K, Q6KPanel>) {
       if (type == GgmlType::Q3_K) {
         q3k_to_q6k_panel_row(w + size_t(r) * ws + b * 110, q, sc, r,
                              reinterpret_cast<float*>(pb + kQuantBytes + 16 * 64) + r);
@@ -383,7 +404,7 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
 template <class K, int T>
 inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t xs,
                     const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
-  constexpr bool kQ6 = std::is_same_v<K, Q6KPanel>;
+  constexpr bool kQ6 = std::is_same_v<K, Q6KPanel>, k16 = kSub16<K>;
   alignas(64) float accm[T * 16];
   for (int t = 0; t < T; ++t) _mm512_store_ps(accm + 16 * t, _mm512_setzero_ps());
   const uint8_t* x0 = x + size_t(t0) * xs + 4;
@@ -394,8 +415,8 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
     __m512i isum[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
-    // q4_K/q5_K: 8 sub-blocks of 32 (8 groups); q6_K: 16 of 16 (4 groups).
-    constexpr int kSub = kQ6 ? 16 : 8, kGroups = kQ6 ? 4 : 8;
+    // q4_K/q5_K: 8 sub-blocks of 32 (8 groups); q6_K, q2_K: 16 of 16 (4 groups).
+    constexpr int kSub = k16 ? 16 : 8, kGroups = k16 ? 4 : 8;
     // Q4_K sums each sub-block's two 16-column halves apart: a half is below 2^15 in magnitude
     // (16 x 15 x 128), so the halves share an int32 lane as an int16 pair (a shift and a word
     // blend) and one vpdpwssd multiplies both by the 6-bit scale and adds them. On Zen 4 vpdpbusd,
@@ -431,17 +452,20 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
           isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], scv));
       }
     }
-    const __m512 dv = _mm512_load_ps(pb + kQuantBytes + 16 * 64);
+    const __m512 dv = _mm512_load_ps(pb + kQuantBytes + kDSlot<K> * 64);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const Q8KSums& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
       const __m512 xd = _mm512_set1_ps(pr.d);
       __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum[t]));
       if constexpr (!kQ6) {
+        // The mins: Q4_K/Q5_K's 8 against the 32-column sums' pairs, Q2_K's 16 against bsum16.
+        constexpr bool kQ2 = std::is_same_v<K, Q2KPanel>;
         __m512i summs = _mm512_setzero_si512();
-        for (int q = 0; q < 4; ++q)
-          summs = _mm512_dpwssd_epi32(summs, _mm512_load_si512(par + 16 * (8 + q)), _mm512_set1_epi32(pr.pair16[q]));
-        const __m512 dmv = _mm512_load_ps(pb + kQuantBytes + 17 * 64);
+        for (int q = 0; q < (kQ2 ? 8 : 4); ++q)
+          summs = _mm512_dpwssd_epi32(summs, _mm512_load_si512(par + 16 * ((kQ2 ? 16 : 8) + q)),
+                                      _mm512_set1_epi32(kQ2 ? pr.bsum16[q] : pr.pair16[q]));
+        const __m512 dmv = _mm512_load_ps(pb + kQuantBytes + (kDSlot<K> + 1) * 64);
         term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), _mm512_cvtepi32_ps(summs)));
       }
       _mm512_store_ps(accm + 16 * t, _mm512_add_ps(_mm512_load_ps(accm + 16 * t), term));
@@ -773,15 +797,6 @@ inline float q2k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
   return s;
 }
 
-// Q2_K: one-token steps by q2k_gemv_row; prompts on the AVX2 tiles.
-void q2k_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, size_t xs,
-              int64_t nt, float* y, int64_t ldy) {
-  if (nt != 1) {
-    dot_tile_avx2(type)(type, n, w, ws, nr, x, xs, nt, y, ldy);
-    return;
-  }
-  for (int64_t r = 0; r < nr; ++r) y[r] = q2k_gemv_row(w + size_t(r) * ws, n / 256, x);
-}
 
 template <class K>
 void kq_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, float* y) {
@@ -795,7 +810,9 @@ template <class K>
 void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x,
              size_t xs, int64_t nt, float* y, int64_t ldy) {
   if (nt == 1) {
-    if constexpr (std::is_same_v<K, Q6KPanel>)
+    if constexpr (std::is_same_v<K, Q2KPanel>)
+      for (int64_t r = 0; r < nr; ++r) y[r] = q2k_gemv_row(w + size_t(r) * ws, n / 256, x);
+    else if constexpr (std::is_same_v<K, Q6KPanel>)
       for (int64_t r = 0; r < nr; ++r)
         y[r] = type == GgmlType::Q3_K ? q3k_gemv_row(w + size_t(r) * ws, n / 256, x)
                                       : q6k_gemv_row(w + size_t(r) * ws, n / 256, x);
@@ -816,7 +833,7 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
   // shared with the VNNI path.
   // Q6_K's 16-column sub-blocks halve the tile products and double the scale work: measured
   // slower than VNNI (98 vs 110 GMAC/s on one core), so only Q4_K/Q5_K take AMX.
-  const bool amx = !std::is_same_v<K, Q6KPanel> && nt >= 16 && active_isa() >= Isa::Amx;
+  const bool amx = !kSub16<K> && nt >= 16 && active_isa() >= Isa::Amx;
   if (amx) kq_amx_begin<K>();
   for (int64_t r0 = 0; r0 < nr; r0 += kPanel) {
     const int64_t pr = nr - r0 < kPanel ? nr - r0 : kPanel;
@@ -1108,7 +1125,7 @@ DotTileFn dot_tile_avx512(GgmlType t) {
     case GgmlType::Q5_K: return kq_gemm<KQ5>;
     case GgmlType::Q6_K: return kq_gemm<Q6KPanel>;
     case GgmlType::Q3_K: return kq_gemm<Q6KPanel>;  // prompts on Q6_K's panels, decode q3k_gemv_row
-    case GgmlType::Q2_K: return q2k_gemm;
+    case GgmlType::Q2_K: return kq_gemm<Q2KPanel>;  // decode q2k_gemv_row
     default: return nullptr;
   }
 }
