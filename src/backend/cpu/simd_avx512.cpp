@@ -304,6 +304,29 @@ constexpr bool kSub16 = std::is_same_v<K, Q6KPanel> || std::is_same_v<K, Q2KPane
 template <class K>
 constexpr int kDSlot = std::is_same_v<K, Q2KPanel> ? 24 : 16;
 
+// A Q3_K super-block's 16 scales as int8 (less 32): low 4 bits from bytes 96-103 (sub-blocks
+// 0-7 the low nibbles, 8-15 the high ones), high 2 bits from bytes 104-107 (sub-block j: byte
+// 104 + j % 4, bits 2 (j / 4)).
+inline __m128i q3k_scales(const uint8_t* wb) {
+  uint64_t lo8;
+  __builtin_memcpy(&lo8, wb + 96, 8);
+  const __m128i lv = _mm_cvtsi64_si128(int64_t(lo8));
+  const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(lv, _mm_set1_epi8(0x0F)),
+                                        _mm_and_si128(_mm_srli_epi16(lv, 4), _mm_set1_epi8(0x0F)));
+  const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(load_i32(wb + 104)), _mm_setr_epi32(0, 2, 4, 6)),
+                                   _mm_set1_epi8(0x03));
+  return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
+
+// sum over i of a[i] * b[i], 16 int16 each (a super-block's scales or mins against its bsums).
+inline int dot16_epi16(__m256i a, __m256i b) {
+  const __m256i c8 = _mm256_madd_epi16(a, b);
+  __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(c8), _mm256_extracti128_si256(c8, 1));
+  c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4E));
+  c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xB1));
+  return _mm_cvtsi128_si32(c4);
+}
+
 // A Q3_K super-block (hmask[32], qs[64], scales[12], d) in Q6_K's panel terms: its quants
 // q - 4 (q = low 2 bits + 4 x the hmask bit) stored as Q6_K's (q - 4) + 32, its 6-bit scales
 // less 32 as Q6_K's int8 ones, the same d. The integer sums are then the same as Q3_K's own
@@ -322,11 +345,9 @@ void q3k_to_q6k_panel_row(const uint8_t* wb, uint8_t* q, int32_t* sc, int r, flo
       _mm256_store_si256((__m256i*)(q + 128 * k + 32 * j), _mm256_add_epi8(u, _mm256_set1_epi8(28)));
     }
   }
-  for (int j = 0; j < 16; ++j) {
-    const int lo = j < 8 ? (wb[96 + j] & 0x0F) : (wb[96 + j - 8] >> 4);
-    const int hi = (wb[96 + 8 + (j % 4)] >> (2 * (j / 4))) & 3;
-    sc[16 * j + r] = (lo | (hi << 4)) - 32;
-  }
+  alignas(16) int8_t s8[16];
+  _mm_store_si128((__m128i*)s8, q3k_scales(wb));
+  for (int j = 0; j < 16; ++j) sc[16 * j + r] = s8[j];
   *d = f16(wb + 108);
 }
 
@@ -692,12 +713,7 @@ inline float q6k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
       isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u1, x1),
                                                       _mm512_permutexvar_epi16(idx[2 * k + 1], sc)));
     }
-    const __m256i bs = _mm256_loadu_si256((const __m256i*)(xb + 260));
-    const __m256i c8 = _mm256_madd_epi16(sc16, bs);
-    __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(c8), _mm256_extracti128_si256(c8, 1));
-    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4E));
-    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xB1));
-    const int corr = _mm_cvtsi128_si32(c4);
+    const int corr = dot16_epi16(sc16, _mm256_loadu_si256((const __m256i*)(xb + 260)));
     s += (f16(wb + 208) * q8k_d(xb)) * float(_mm512_reduce_add_epi32(isum) - 32 * corr);
   }
   return s;
@@ -719,17 +735,7 @@ inline float q3k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
     const uint8_t* wb = wr + b * 110;
     const uint8_t* xb = x + b * kQ8KBytes;
     for (int l = 0; l < 128; l += 64) _mm_prefetch((const char*)(wb + kKqAhead + l), _MM_HINT_T2);
-    // The 16 scales: low 4 bits from bytes 0-7 (sub-blocks 0-7 low nibbles, 8-15 high), high 2
-    // bits from bytes 8-11 (sub-block j: byte 8 + j % 4, bits 2 (j / 4)), less 32.
-    uint64_t lo8;
-    __builtin_memcpy(&lo8, wb + 96, 8);
-    const __m128i lv = _mm_cvtsi64_si128(int64_t(lo8));
-    const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(lv, _mm_set1_epi8(0x0F)),
-                                          _mm_and_si128(_mm_srli_epi16(lv, 4), _mm_set1_epi8(0x0F)));
-    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(load_i32(wb + 104)), _mm_setr_epi32(0, 2, 4, 6)),
-                                     _mm_set1_epi8(0x03));
-    const __m128i sc8 = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
-    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(q3k_scales(wb));
     const __m512i sc = _mm512_castsi256_si512(sc16);
     const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)wb));
     __m512i isum = _mm512_setzero_si512();
@@ -745,12 +751,7 @@ inline float q3k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
                                                         _mm512_permutexvar_epi16(idx[2 * k + p], sc)));
       }
     }
-    const __m256i bs = _mm256_loadu_si256((const __m256i*)(xb + 260));
-    const __m256i c8 = _mm256_madd_epi16(sc16, bs);
-    __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(c8), _mm256_extracti128_si256(c8, 1));
-    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4E));
-    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xB1));
-    const int corr = _mm_cvtsi128_si32(c4);
+    const int corr = dot16_epi16(sc16, _mm256_loadu_si256((const __m256i*)(xb + 260)));
     s += (f16(wb + 108) * q8k_d(xb)) * float(_mm512_reduce_add_epi32(isum) - 4 * corr);
   }
   return s;
@@ -786,17 +787,12 @@ inline float q2k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
                                                         _mm512_permutexvar_epi16(idx[2 * k + p], sc)));
       }
     }
-    const __m256i c8 = _mm256_madd_epi16(mn16, _mm256_loadu_si256((const __m256i*)(xb + 260)));
-    __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(c8), _mm256_extracti128_si256(c8, 1));
-    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4E));
-    c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xB1));
-    const int summs = _mm_cvtsi128_si32(c4);
+    const int summs = dot16_epi16(mn16, _mm256_loadu_si256((const __m256i*)(xb + 260)));
     const float dall = q8k_d(xb) * f16(wb + 80), dmin = q8k_d(xb) * f16(wb + 82);
     s += dall * float(_mm512_reduce_add_epi32(isum)) - dmin * float(summs);
   }
   return s;
 }
-
 
 template <class K>
 void kq_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, float* y) {
