@@ -1108,9 +1108,9 @@ PackedGemmFn packed_kq_gemm_avx512(GgmlType t, bool amx) {
 
 DotTileFn dot_tile_avx512(GgmlType t) {
   switch (t) {
-    case GgmlType::F32: return &float_tiles<F512K<Load512F32>, 4, 4>;
-    case GgmlType::F16: return &float_tiles<F512K<Load512F16>, 4, 4>;
-    case GgmlType::BF16: return &float_tiles<F512K<Load512BF16>, 4, 4>;
+    case GgmlType::F32: return &row_stream_tiles<F512K<Load512F32>, 4, 4>;
+    case GgmlType::F16: return &row_stream_tiles<F512K<Load512F16>, 4, 4>;
+    case GgmlType::BF16: return &row_stream_tiles<F512K<Load512BF16>, 4, 4>;
     case GgmlType::Q8_0: return q8_gemm<DecQ8_0, 4, 4>;
     case GgmlType::Q4_0: return q8_gemm<DecQ4_0, 4, 4>;
     case GgmlType::Q5_0: return q8_gemm<DecQ5_0, 4, 4>;

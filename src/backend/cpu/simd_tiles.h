@@ -717,13 +717,13 @@ void run_tiles(GgmlType, int64_t n, const uint8_t* w, size_t ws, int64_t nr, con
     if (rest == 1) tile_rows<K, R, 1>(a, nr, t0);
 }
 
-// The float weights' tiles: a one-token step takes its rows one at a time, so that each thread
+// The GGUF-layout row tiles: a one-token step takes its rows one at a time, so that each thread
 // reads its rows as one sequential stream (R rows at a time were R interleaved streams, each as
 // short as a row, 2 KiB for qwen3-0.6b's 1024 F16 columns, which the hardware prefetcher picked up
 // again every tile: qwen3-0.6b F16 tg64 on AVX-512, 2 threads, 15.8 -> 25.2 t/s). Each row's sum
 // is the same either way.
 template <class K, int R, int T>
-void float_tiles(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, size_t xs,
+void row_stream_tiles(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, size_t xs,
                  int64_t nt, float* y, int64_t ldy) {
   if (nt == 1)
     run_tiles<K, 1, 1>(t, n, w, ws, nr, x, xs, nt, y, ldy);
@@ -732,13 +732,13 @@ void float_tiles(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr,
 }
 
 template <class Dec, int R, int T>
-constexpr DotTileFn q8_tiles = &run_tiles<Q8K<Dec>, R, T>;
+constexpr DotTileFn q8_tiles = &row_stream_tiles<Q8K<Dec>, R, T>;
 
 template <class Dec, int R, int T>
-constexpr DotTileFn q81_tiles = &run_tiles<Q81K<Dec>, R, T>;
+constexpr DotTileFn q81_tiles = &row_stream_tiles<Q81K<Dec>, R, T>;
 
 template <class L, int R, int T>
-constexpr DotTileFn f_tiles = &float_tiles<FK<L>, R, T>;
+constexpr DotTileFn f_tiles = &row_stream_tiles<FK<L>, R, T>;
 
 template <bool kHigh>
 constexpr DotTileFn q45k_tiles = &run_tiles<
