@@ -304,28 +304,8 @@ constexpr bool kSub16 = std::is_same_v<K, Q6KPanel> || std::is_same_v<K, Q2KPane
 template <class K>
 constexpr int kDSlot = std::is_same_v<K, Q2KPanel> ? 24 : 16;
 
-// A Q3_K super-block's 16 scales as int8 (less 32): low 4 bits from bytes 96-103 (sub-blocks
-// 0-7 the low nibbles, 8-15 the high ones), high 2 bits from bytes 104-107 (sub-block j: byte
-// 104 + j % 4, bits 2 (j / 4)).
-inline __m128i q3k_scales(const uint8_t* wb) {
-  uint64_t lo8;
-  __builtin_memcpy(&lo8, wb + 96, 8);
-  const __m128i lv = _mm_cvtsi64_si128(int64_t(lo8));
-  const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(lv, _mm_set1_epi8(0x0F)),
-                                        _mm_and_si128(_mm_srli_epi16(lv, 4), _mm_set1_epi8(0x0F)));
-  const __m128i hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(load_i32(wb + 104)), _mm_setr_epi32(0, 2, 4, 6)),
-                                   _mm_set1_epi8(0x03));
-  return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
-}
-
 // sum over i of a[i] * b[i], 16 int16 each (a super-block's scales or mins against its bsums).
-inline int dot16_epi16(__m256i a, __m256i b) {
-  const __m256i c8 = _mm256_madd_epi16(a, b);
-  __m128i c4 = _mm_add_epi32(_mm256_castsi256_si128(c8), _mm256_extracti128_si256(c8, 1));
-  c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0x4E));
-  c4 = _mm_add_epi32(c4, _mm_shuffle_epi32(c4, 0xB1));
-  return _mm_cvtsi128_si32(c4);
-}
+inline int dot16_epi16(__m256i a, __m256i b) { return hsum_i32(_mm256_madd_epi16(a, b)); }
 
 // A Q3_K super-block (hmask[32], qs[64], scales[12], d) in Q6_K's panel terms: its quants
 // q - 4 (q = low 2 bits + 4 x the hmask bit) stored as Q6_K's (q - 4) + 32, its 6-bit scales
@@ -333,17 +313,12 @@ inline int dot16_epi16(__m256i a, __m256i b) {
 // (scale x dot(q - 4, x) per 16 columns) and the float step is Q6_K's, which is Q3_K's:
 // (d x d_x) x isum per super-block. So Q3_K prompts run the Q6_K panel tiles, bit-identical.
 void q3k_to_q6k_panel_row(const uint8_t* wb, uint8_t* q, int32_t* sc, int r, float* d) {
-  const __m256i m2 = _mm256_set1_epi8(0x03);
   const __m256i hm = _mm256_loadu_si256((const __m256i*)wb);
   for (int k = 0; k < 2; ++k) {
     const __m256i q3 = _mm256_loadu_si256((const __m256i*)(wb + 32 + 32 * k));
-    for (int j = 0; j < 4; ++j) {
-      const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(q3, _mm_cvtsi32_si128(2 * j)), m2);
-      const __m256i bit = _mm256_set1_epi8(char(1 << (4 * k + j)));
-      const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit);
-      const __m256i u = _mm256_or_si256(lo, _mm256_and_si256(set, _mm256_set1_epi8(4)));
-      _mm256_store_si256((__m256i*)(q + 128 * k + 32 * j), _mm256_add_epi8(u, _mm256_set1_epi8(28)));
-    }
+    for (int j = 0; j < 4; ++j)
+      _mm256_store_si256((__m256i*)(q + 128 * k + 32 * j),
+                         _mm256_add_epi8(q3k_quarter(q3, hm, k, j), _mm256_set1_epi8(28)));
   }
   alignas(16) int8_t s8[16];
   _mm_store_si128((__m128i*)s8, q3k_scales(wb));
@@ -685,12 +660,21 @@ alignas(64) constexpr int16_t kQ6ScaleLanes[4][32] = {
     {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
     {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15}};
 
+// The one-token rows' constants (q6k, q3k, q2k): the int16 scale lanes above, and the shifts
+// that take 32 bytes broadcast to both 256-bit halves to the 2-bit fields of quarters 2p (low
+// half) and 2p + 1 (high half).
+struct RowLanes {
+  __m512i idx[4], shift[2];
+  RowLanes() {
+    for (int j = 0; j < 4; ++j) idx[j] = _mm512_load_si512(kQ6ScaleLanes[j]);
+    shift[0] = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+    shift[1] = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+  }
+};
+
 inline float q6k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
   const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03);
-  __m512i idx[4];
-  for (int j = 0; j < 4; ++j) idx[j] = _mm512_load_si512(kQ6ScaleLanes[j]);
-  const __m512i sh_lo = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
-  const __m512i sh_hi = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+  const RowLanes l;
   float s = 0.0f;
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* wb = wr + b * 210;
@@ -704,14 +688,14 @@ inline float q6k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
       const __m512i v = _mm512_loadu_si512(wb + 64 * k);
       const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(wb + 128 + 32 * k)));
       const __m512i u0 = _mm512_or_si512(
-          _mm512_and_si512(v, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(h, sh_lo), m3), 4));
+          _mm512_and_si512(v, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(h, l.shift[0]), m3), 4));
       const __m512i u1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
-                                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(h, sh_hi), m3), 4));
+                                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(h, l.shift[1]), m3), 4));
       const __m512i x0 = _mm512_loadu_si512(xb + 4 + 128 * k), x1 = _mm512_loadu_si512(xb + 4 + 128 * k + 64);
       isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u0, x0),
-                                                      _mm512_permutexvar_epi16(idx[2 * k], sc)));
+                                                      _mm512_permutexvar_epi16(l.idx[2 * k], sc)));
       isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u1, x1),
-                                                      _mm512_permutexvar_epi16(idx[2 * k + 1], sc)));
+                                                      _mm512_permutexvar_epi16(l.idx[2 * k + 1], sc)));
     }
     const int corr = dot16_epi16(sc16, _mm256_loadu_si256((const __m256i*)(xb + 260)));
     s += (f16(wb + 208) * q8k_d(xb)) * float(_mm512_reduce_add_epi32(isum) - 32 * corr);
@@ -726,10 +710,7 @@ inline float q6k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
 // offset is q3k_tile's: minus 4 x sum(scale x bsum). Same integers and float step as dot_q3_K.
 inline float q3k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
   const __m512i m3 = _mm512_set1_epi8(0x03), four = _mm512_set1_epi8(0x04);
-  __m512i idx[4];
-  for (int j = 0; j < 4; ++j) idx[j] = _mm512_load_si512(kQ6ScaleLanes[j]);
-  const __m512i shift[2] = {_mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1),
-                            _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
+  const RowLanes l;
   float s = 0.0f;
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* wb = wr + b * 110;
@@ -744,11 +725,11 @@ inline float q3k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
       for (int p = 0; p < 2; ++p) {
         const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8(char(1 << (4 * k + 2 * p))),
                                                _mm256_set1_epi8(char(1 << (4 * k + 2 * p + 1))), 1);
-        __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, shift[p]), m3);
+        __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, l.shift[p]), m3);
         u = _mm512_mask_add_epi8(u, _mm512_test_epi8_mask(hm, bit), u, four);
         const __m512i xv = _mm512_loadu_si512(xb + 4 + 128 * k + 64 * p);
         isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u, xv),
-                                                        _mm512_permutexvar_epi16(idx[2 * k + p], sc)));
+                                                        _mm512_permutexvar_epi16(l.idx[2 * k + p], sc)));
       }
     }
     const int corr = dot16_epi16(sc16, _mm256_loadu_si256((const __m256i*)(xb + 260)));
@@ -763,10 +744,7 @@ inline float q3k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
 inline float q2k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
   const __m512i m3 = _mm512_set1_epi8(0x03);
   const __m128i m4 = _mm_set1_epi8(0x0F);
-  __m512i idx[4];
-  for (int j = 0; j < 4; ++j) idx[j] = _mm512_load_si512(kQ6ScaleLanes[j]);
-  const __m512i shift[2] = {_mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1),
-                            _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
+  const RowLanes l;
   float s = 0.0f;
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* wb = wr + b * 84;
@@ -781,10 +759,10 @@ inline float q2k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
     for (int k = 0; k < 2; ++k) {
       const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(wb + 16 + 32 * k)));
       for (int p = 0; p < 2; ++p) {
-        const __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, shift[p]), m3);
+        const __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, l.shift[p]), m3);
         const __m512i xv = _mm512_loadu_si512(xb + 4 + 128 * k + 64 * p);
         isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u, xv),
-                                                        _mm512_permutexvar_epi16(idx[2 * k + p], sc)));
+                                                        _mm512_permutexvar_epi16(l.idx[2 * k + p], sc)));
       }
     }
     const int summs = dot16_epi16(mn16, _mm256_loadu_si256((const __m256i*)(xb + 260)));
