@@ -674,7 +674,7 @@ struct RowLanes {
 
 inline float q6k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
   const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(0x03);
-  const RowLanes l;
+  const RowLanes lanes;
   float s = 0.0f;
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* wb = wr + b * 210;
@@ -688,14 +688,14 @@ inline float q6k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
       const __m512i v = _mm512_loadu_si512(wb + 64 * k);
       const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(wb + 128 + 32 * k)));
       const __m512i u0 = _mm512_or_si512(
-          _mm512_and_si512(v, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(h, l.shift[0]), m3), 4));
+          _mm512_and_si512(v, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(h, lanes.shift[0]), m3), 4));
       const __m512i u1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
-                                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(h, l.shift[1]), m3), 4));
+                                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(h, lanes.shift[1]), m3), 4));
       const __m512i x0 = _mm512_loadu_si512(xb + 4 + 128 * k), x1 = _mm512_loadu_si512(xb + 4 + 128 * k + 64);
       isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u0, x0),
-                                                      _mm512_permutexvar_epi16(l.idx[2 * k], sc)));
+                                                      _mm512_permutexvar_epi16(lanes.idx[2 * k], sc)));
       isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u1, x1),
-                                                      _mm512_permutexvar_epi16(l.idx[2 * k + 1], sc)));
+                                                      _mm512_permutexvar_epi16(lanes.idx[2 * k + 1], sc)));
     }
     const int corr = dot16_epi16(sc16, _mm256_loadu_si256((const __m256i*)(xb + 260)));
     s += (f16(wb + 208) * q8k_d(xb)) * float(_mm512_reduce_add_epi32(isum) - 32 * corr);
@@ -710,7 +710,7 @@ inline float q6k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
 // offset is q3k_tile's: minus 4 x sum(scale x bsum). Same integers and float step as dot_q3_K.
 inline float q3k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
   const __m512i m3 = _mm512_set1_epi8(0x03), four = _mm512_set1_epi8(0x04);
-  const RowLanes l;
+  const RowLanes lanes;
   float s = 0.0f;
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* wb = wr + b * 110;
@@ -725,11 +725,11 @@ inline float q3k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
       for (int p = 0; p < 2; ++p) {
         const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8(char(1 << (4 * k + 2 * p))),
                                                _mm256_set1_epi8(char(1 << (4 * k + 2 * p + 1))), 1);
-        __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, l.shift[p]), m3);
+        __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, lanes.shift[p]), m3);
         u = _mm512_mask_add_epi8(u, _mm512_test_epi8_mask(hm, bit), u, four);
         const __m512i xv = _mm512_loadu_si512(xb + 4 + 128 * k + 64 * p);
         isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u, xv),
-                                                        _mm512_permutexvar_epi16(l.idx[2 * k + p], sc)));
+                                                        _mm512_permutexvar_epi16(lanes.idx[2 * k + p], sc)));
       }
     }
     const int corr = dot16_epi16(sc16, _mm256_loadu_si256((const __m256i*)(xb + 260)));
@@ -744,7 +744,7 @@ inline float q3k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
 inline float q2k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
   const __m512i m3 = _mm512_set1_epi8(0x03);
   const __m128i m4 = _mm_set1_epi8(0x0F);
-  const RowLanes l;
+  const RowLanes lanes;
   float s = 0.0f;
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* wb = wr + b * 84;
@@ -759,10 +759,10 @@ inline float q2k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
     for (int k = 0; k < 2; ++k) {
       const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)(wb + 16 + 32 * k)));
       for (int p = 0; p < 2; ++p) {
-        const __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, l.shift[p]), m3);
+        const __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, lanes.shift[p]), m3);
         const __m512i xv = _mm512_loadu_si512(xb + 4 + 128 * k + 64 * p);
         isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(u, xv),
-                                                        _mm512_permutexvar_epi16(l.idx[2 * k + p], sc)));
+                                                        _mm512_permutexvar_epi16(lanes.idx[2 * k + p], sc)));
       }
     }
     const int summs = dot16_epi16(mn16, _mm256_loadu_si256((const __m256i*)(xb + 260)));
