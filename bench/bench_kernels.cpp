@@ -74,7 +74,8 @@ void shapes(benchmark::internal::Benchmark* b) {
   BENCHMARK(Gemv_##T)->Apply(shapes);                                                  \
   BENCHMARK(Gemm128_##T)->Apply(shapes);
 
-// Scalar and AVX2 have no packed kernel: those rows measure the GGUF-layout fallback.
+// Scalar has no packed kernel (nor AVX2 and AVX-VNNI for IQ4_NL): those rows measure the
+// GGUF-layout fallback.
 #define MINFER_BENCH_PACKED(T)                                                         \
   void GemvPacked_##T(benchmark::State& st) { run(st, GgmlType::T, 1, true); }         \
   void Gemm128Packed_##T(benchmark::State& st) { run(st, GgmlType::T, 128, true); }    \
@@ -84,6 +85,7 @@ void shapes(benchmark::internal::Benchmark* b) {
 MINFER_BENCH_PACKED(Q8_0)
 MINFER_BENCH_PACKED(Q4_0)
 MINFER_BENCH_PACKED(Q5_0)
+MINFER_BENCH_PACKED(IQ4_NL)
 MINFER_BENCH_PACKED(Q4_K)
 MINFER_BENCH_PACKED(Q5_K)
 MINFER_BENCH_PACKED(Q6_K)
@@ -150,6 +152,7 @@ void cold_shapes_256(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(GemvPackedCold, Q8_0, GgmlType::Q8_0)->Apply(cold_shapes);
 BENCHMARK_CAPTURE(GemvPackedCold, Q4_0, GgmlType::Q4_0)->Apply(cold_shapes);
 BENCHMARK_CAPTURE(GemvPackedCold, Q5_0, GgmlType::Q5_0)->Apply(cold_shapes);
+BENCHMARK_CAPTURE(GemvPackedCold, IQ4_NL, GgmlType::IQ4_NL)->Apply(cold_shapes);
 BENCHMARK_CAPTURE(GemvPackedCold, Q4_K, GgmlType::Q4_K)->Apply(cold_shapes_256);
 BENCHMARK_CAPTURE(GemvPackedCold, Q6_K, GgmlType::Q6_K)->Apply(cold_shapes_256);
 BENCHMARK_CAPTURE(Gemm128PackedCold, Q8_0, GgmlType::Q8_0)->Apply(cold_shapes);

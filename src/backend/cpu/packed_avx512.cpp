@@ -1,6 +1,7 @@
 // The packed-layout matmul kernels (packed_gemm.h) on AVX-512 VNNI, and on AMX for prefill.
 // Per group of 16 rows and block: 8 zmm of unsigned quants (Q4_0: 4 zmm, split into low and
-// high nibbles; Q5_0: the same plus the fifth bits added under a byte mask); per token, 8 vpdpbusd with 4 activation bytes broadcast, starting from the
+// high nibbles; Q5_0: the same plus the fifth bits added under a byte mask; IQ4_NL: Q4_0's
+// nibbles looked up in its table); per token, 8 vpdpbusd with 4 activation bytes broadcast, starting from the
 // offset correction, then one convert and one FMA for 16 outputs. AMX computes the same
 // 16 tokens x 16 rows x 32 integer sums with one tile product (TDPBSUD: signed activations x
 // unsigned weights), stored and then scaled exactly as above.
@@ -73,6 +74,22 @@ struct PQ5 : PackedQuants<320> {
       __builtin_memcpy(&m, q + 256 + 8 * k, 8);
       w[k] = _mm512_mask_add_epi8(w[k], _cvtu64_mask64(m), w[k], h);
     }
+  }
+};
+
+// IQ4_NL: Q4_0's nibbles, each looked up in kvalues_iq4nl + 128 (1..241, unsigned for vpdpbusd,
+// which sums its 4 products in int32: AVX2's maddubs would saturate its int16 pairs on them).
+struct PIQ4 : PackedQuants<256> {
+  static constexpr GgmlType kType = GgmlType::IQ4_NL;
+  static constexpr size_t kBytes = 256;
+  static constexpr int kOffset = 128;
+  static constexpr bool kDecode = true;  // prefill looks the values up once per call
+  static void load(const uint8_t* q, __m512i* w) {
+    alignas(16) uint8_t v[16];
+    for (int i = 0; i < 16; ++i) v[i] = uint8_t(quant::kvalues_iq4nl[i] + kOffset);
+    const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(v)));
+    PQ4::load(q, w);
+    for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(table, w[k]);
   }
 };
 
@@ -317,6 +334,7 @@ PackedGemmFn packed_gemm_avx512(GgmlType t) {
   if (t == GgmlType::Q8_0) return &gemm_vnni<PQ8>;
   if (t == GgmlType::Q4_0) return &gemm_vnni<PQ4>;
   if (t == GgmlType::Q5_0) return &gemm_vnni<PQ5>;
+  if (t == GgmlType::IQ4_NL) return &gemm_vnni<PIQ4>;
   return packed_kq_gemm_avx512(t, false);
 }
 
@@ -324,6 +342,7 @@ PackedGemmFn packed_gemm_amx(GgmlType t) {
   if (t == GgmlType::Q8_0) return &gemm_amx<PQ8>;
   if (t == GgmlType::Q4_0) return &gemm_amx<PQ4>;
   if (t == GgmlType::Q5_0) return &gemm_amx<PQ5>;
+  if (t == GgmlType::IQ4_NL) return &gemm_amx<PIQ4>;
   return packed_kq_gemm_avx512(t, true);
 }
 

@@ -30,6 +30,7 @@ inline int quant(GgmlType t, const uint8_t* q, int r, int k) {
   if (t == GgmlType::Q8_0) return q[64 * (k / 4) + 4 * r + k % 4];
   const uint8_t v = q[64 * ((k % 16) / 4) + 4 * r + k % 4];
   const int u = k < 16 ? (v & 0x0F) : (v >> 4);
+  if (t == GgmlType::IQ4_NL) return quant::kvalues_iq4nl[u] + 128;
   if (t != GgmlType::Q5_0) return u;
   const int bit = 4 * r + k % 4;
   return u | (((q[256 + 8 * (k / 4) + bit / 8] >> (bit % 8)) & 1) << 4);

@@ -19,7 +19,7 @@ size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
 }
 
 int packed_offset(GgmlType type) {
-  return type == GgmlType::Q8_0 ? 128 : type == GgmlType::Q5_0 ? 16 : 8;
+  return type == GgmlType::Q8_0 || type == GgmlType::IQ4_NL ? 128 : type == GgmlType::Q5_0 ? 16 : 8;
 }
 
 namespace {
@@ -29,6 +29,7 @@ void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
   const int64_t nb = w.cols / 32;
   const size_t qb = packed_quant_bytes(w.type);
   const size_t bb = type_traits(w.type).type_size;  // GGUF block bytes (34, 18 or 22)
+  // IQ4_NL's nibbles are copied as Q4_0's: the kernels look their values up.
   const bool q8 = w.type == GgmlType::Q8_0, q5 = w.type == GgmlType::Q5_0;
   std::memset(out, 0, packed_group_bytes(w.type, w.cols));  // the Q5_0 masks, an odd pair's half
   for (int64_t b = 0; b < nb; ++b) {

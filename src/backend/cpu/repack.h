@@ -3,13 +3,13 @@
 // 4 bytes of each of the 16 rows side by side (64 bytes per 4 columns), so that one vpdpbusd
 // multiplies 4 columns of 16 rows by 4 activation bytes broadcast to every lane, and the same
 // bytes are an AMX B tile (K/4 rows of 16 x 4 bytes). Quants are unsigned (Q8_0: w + 128,
-// Q4_0: its nibbles q = w + 8 as stored, Q5_0: w + 16); the kernels subtract offset * sum(x)
-// per block.
+// Q4_0: its nibbles q = w + 8 as stored, Q5_0: w + 16, IQ4_NL: kvalues_iq4nl[q] + 128 from its
+// nibbles, which are stored as Q4_0's); the kernels subtract offset * sum(x) per block.
 //
 // Group layout (64-byte aligned, packed_group_bytes apart), in pairs of blocks: 64 bytes of
 // F16 row scales (the 16 rows' d of the pair's first block, then of its second), then the two
-// blocks' quants (Q8_0: 512 bytes each; Q4_0: 256 bytes whose low nibbles are columns 0-15 of
-// the block and high nibbles 16-31, exactly as in the GGUF block; Q5_0: those 256 bytes, then
+// blocks' quants (Q8_0: 512 bytes each; Q4_0 and IQ4_NL: 256 bytes whose low nibbles are
+// columns 0-15 of the block and high nibbles 16-31, exactly as in the GGUF block; Q5_0: those 256 bytes, then
 // per chunk of 4 columns a 64-bit mask of the fifth bits, bit 4 r + j for column j of row r);
 // an odd last block leaves its pair's second half unused. Decode streams each group front to
 // back: one sequential stream per thread instead of 16 row streams, its scales in the stream
@@ -28,7 +28,7 @@ namespace minfer::cpu {
 
 constexpr int64_t kPackRows = 16;
 
-// Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0 (rows of
+// Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0, IQ4_NL (rows of
 // whole 32-blocks) and Q4_K, Q5_K, Q6_K (whole 256-blocks) with at least 16 rows. Only whole
 // groups are packed (rows / 16 of them); matmul computes the last rows % 16 rows from the GGUF
 // layout.
@@ -40,9 +40,13 @@ constexpr bool packed_kquant(GgmlType type) {
 // Columns per packed block: 32, or 256 for the K-quants.
 constexpr int64_t packed_block_cols(GgmlType type) { return packed_kquant(type) ? 256 : 32; }
 
-// Quant bytes per block of one group (Q8_0 512, Q4_0 256, Q5_0 320); 0 when not packable.
+// Quant bytes per block of one group (Q8_0 512, Q4_0 and IQ4_NL 256, Q5_0 320); 0 when not
+// packable.
 constexpr size_t packed_quant_bytes(GgmlType type) {
-  return type == GgmlType::Q8_0 ? 512 : type == GgmlType::Q4_0 ? 256 : type == GgmlType::Q5_0 ? 320 : 0;
+  return type == GgmlType::Q8_0                                 ? 512
+         : type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL ? 256
+         : type == GgmlType::Q5_0                               ? 320
+                                                                : 0;
 }
 
 // Where block b's quants and scales lie in a group of the _0 types (qb = packed_quant_bytes).
@@ -108,7 +112,8 @@ constexpr size_t packed_group_bytes(GgmlType type, int64_t cols) {
 }
 size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols);
 
-// Offset the packed quants of the _0 types carry (Q8_0 128, Q4_0 8, Q5_0 16).
+// Offset the packed quants of the _0 types carry (Q8_0 128, Q4_0 8, Q5_0 16, IQ4_NL 128: its
+// table's values + 128 once the kernels have looked them up).
 int packed_offset(GgmlType type);
 
 // Repacks the whole groups of w (packable) into out (packed_bytes, 64-byte aligned), spread
