@@ -124,6 +124,12 @@ static_assert(sizeof(block_iq4_nl) == 18);
 inline constexpr int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                              1,    13,   25,  38,  53,  69,  89,  113};
 
+// The signed scale (6 bits less 32) of 16-column sub-block j (0..15) from q3_K's 12 scale bytes.
+inline int8_t get_scale_q3_K(int j, const uint8_t* s) {
+  const int lo = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
+  return int8_t((lo | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
+}
+
 // Unpacks the 6-bit scale d and min m of sub-block j (0..7) from q4_K/q5_K's 12 scale bytes.
 inline void get_scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   if (j < 4) {

@@ -52,16 +52,11 @@ inline void put_scale_q3(int j, int l, uint8_t* s) {
   s[j % 4 + 8] |= uint8_t(l << (2 * (j / 4)));
 }
 
-inline int8_t get_scale_q3(int j, const uint8_t* s) {
-  int8_t sc = int8_t(j < 8 ? s[j] & 0xF : s[j - 8] >> 4);
-  return int8_t((sc | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
-}
-
 // Final Q3_K pass shared by ref and imatrix paths: requantize with the stored (rounded)
 // scales, then split into hmask (bit 2) and 2-bit quants.
 void finish_q3_K(const float* x, block_q3_K* y, int8_t* L) {
   for (int j = 0; j < QK_K / 16; ++j) {
-    const float d = fp16_to_fp32(y->d) * get_scale_q3(j, y->scales);
+    const float d = fp16_to_fp32(y->d) * get_scale_q3_K(j, y->scales);
     if (d == 0) continue;
     for (int ii = 0; ii < 16; ++ii) {
       const int l = clamp_i(nearest_int(x[16 * j + ii] / d), -4, 3);
@@ -474,7 +469,7 @@ void dequantize_q3_K(const block_q3_K* x, float* y, int64_t k) {
     for (int n = 0; n < QK_K; n += 128, q += 32) {
       for (int shift = 0; shift < 8; shift += 2, m = uint8_t(m << 1)) {
         for (int half = 0; half < 2; ++half) {
-          const float dl = d_all * get_scale_q3(is++, x[i].scales);
+          const float dl = d_all * get_scale_q3_K(is++, x[i].scales);
           for (int l = 16 * half; l < 16 * half + 16; ++l)
             *y++ = dl * (((q[l] >> shift) & 3) - ((hm[l] & m) ? 0 : 4));
         }

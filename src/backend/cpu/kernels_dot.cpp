@@ -151,20 +151,11 @@ float dot_q2_K(int64_t n, const block_q2_K* w, const block_q8_K* x) {
   return s;
 }
 
-// The 16 signed 6-bit scales of a q3_K block (ggml's kmask unpacking, written per element).
-void q3_K_scales(const uint8_t* p, int* out) {
-  for (int j = 0; j < 16; ++j) {
-    const int lo = j < 8 ? (p[j] & 0x0F) : (p[j - 8] >> 4);
-    const int hi = (p[8 + (j % 4)] >> (2 * (j / 4))) & 3;
-    out[j] = (lo | (hi << 4)) - 32;
-  }
-}
-
 float dot_q3_K(int64_t n, const block_q3_K* w, const block_q8_K* x) {
   float s = 0.0f;
   for (int64_t b = 0; b < n / QK_K; ++b) {
     int scales[16];
-    q3_K_scales(w[b].scales, scales);
+    for (int j = 0; j < 16; ++j) scales[j] = get_scale_q3_K(j, w[b].scales);
     int isum = 0;
     for (int k = 0; k < QK_K / 128; ++k) {
       const uint8_t* q3 = w[b].qs + 32 * k;

@@ -36,10 +36,13 @@ inline int quant(GgmlType t, const uint8_t* q, int r, int k) {
   return u | (((q[256 + 8 * (k / 4) + bit / 8] >> (bit % 8)) & 1) << 4);
 }
 
-// Quant k (0..255) of row r in the K-quant super-block o (repack.h), unsigned.
+// Quant k (0..255) of row r in the K-quant super-block o (repack.h), unsigned (Q3_K: q + 4).
 inline int kquant(GgmlType t, const uint8_t* o, int r, int k) {
   const int j = k / 32, e = k % 32, c = (e % 16) / 4, lane = 4 * r + e % 4;
   const bool hi = e >= 16;
+  if (t == GgmlType::Q3_K)
+    return ((o[packed_kq_quants(t, j, hi) + lane] >> (2 * c)) & 3) |
+           (((o[packed_kq_extra(t, j) + 16 * c + 8 * hi + lane / 8] >> (lane % 8)) & 1) << 2);
   const uint8_t v = o[packed_kq_quants(t, j, c) + lane];
   int q = hi ? v >> 4 : v & 0x0F;
   if (t == GgmlType::Q5_K) q |= ((o[packed_kq_extra(t, j) + 16 * c + 8 * hi + lane / 8] >> (lane % 8)) & 1) << 4;
@@ -53,7 +56,9 @@ inline int kquant(GgmlType t, const uint8_t* o, int r, int k) {
 void packed_kq_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64_t nsb,
                       const PackedAct& x, int64_t nt, float* y, int64_t ldy) {
   const size_t kb = packed_kq_block_bytes(wtype), gb = packed_group_bytes(wtype, nsb * 256);
-  const bool q6 = wtype == GgmlType::Q6_K;
+  // Q6_K and Q3_K: int8 scales of 16 columns, unsigned quants q + 32 and q + 4.
+  const bool q6 = wtype == GgmlType::Q6_K || wtype == GgmlType::Q3_K;
+  const int offset = wtype == GgmlType::Q3_K ? 4 : 32;
   for (int64_t g = 0; g < n_groups; ++g)
     for (int64_t t = 0; t < nt; ++t)
       for (int r = 0; r < kPackRows; ++r) {
@@ -70,7 +75,7 @@ void packed_kq_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64
           if (q6) {
             int isum = 0;
             for (int s = 0; s < 16; ++s) {
-              int part = -32 * bsum[s];
+              int part = -offset * bsum[s];
               for (int k = 16 * s; k < 16 * s + 16; ++k) part += kquant(wtype, o, r, k) * xq[k];
               isum += int8_t(par[16 * s + r]) * part;
             }

@@ -837,9 +837,26 @@ struct KPacked {
   static constexpr size_t kPar = packed_kq_scales(T);
 };
 
+// Q6_K and Q3_K: int8 scales of 16-column sub-blocks, no mins.
+template <GgmlType T>
+constexpr bool kPackedSub16 = T == GgmlType::Q6_K || T == GgmlType::Q3_K;
+
 // Chunk c (columns 4c..4c+3 | 16+4c..16+4c+3 of sub-block j) as unsigned bytes, 16 rows.
 template <GgmlType T>
 inline void kp_chunk(const uint8_t* o, int j, int c, __m512i* lo, __m512i* hi) {
+  if constexpr (T == GgmlType::Q3_K) {  // u = q + 4: 2 bits at 2c of the two vectors, the third by mask
+    const __m512i m2 = _mm512_set1_epi8(0x03), b2 = _mm512_set1_epi8(0x04);
+    const __m512i vl = _mm512_load_si512(o + packed_kq_quants(T, j, 0));
+    const __m512i vh = _mm512_load_si512(o + packed_kq_quants(T, j, 1));
+    uint64_t ml, mh;
+    __builtin_memcpy(&ml, o + packed_kq_extra(T, j) + 16 * c, 8);
+    __builtin_memcpy(&mh, o + packed_kq_extra(T, j) + 16 * c + 8, 8);
+    *lo = _mm512_and_si512(_mm512_srli_epi16(vl, 2 * c), m2);
+    *lo = _mm512_mask_add_epi8(*lo, _cvtu64_mask64(ml), *lo, b2);
+    *hi = _mm512_and_si512(_mm512_srli_epi16(vh, 2 * c), m2);
+    *hi = _mm512_mask_add_epi8(*hi, _cvtu64_mask64(mh), *hi, b2);
+    return;
+  }
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i v = _mm512_load_si512(o + packed_kq_quants(T, j, c));
   *lo = _mm512_and_si512(v, m4);
@@ -889,6 +906,9 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
       if constexpr (T == GgmlType::Q6_K) {
         s0 = _mm512_set1_epi32(ks[b].q6c[2 * j]);
         s1 = _mm512_set1_epi32(ks[b].q6c[2 * j + 1]);
+      } else if constexpr (T == GgmlType::Q3_K) {  // its quants are stored + 4
+        s0 = _mm512_set1_epi32(-4 * ks[b].bsum[2 * j]);
+        s1 = _mm512_set1_epi32(-4 * ks[b].bsum[2 * j + 1]);
       } else {
         s0 = _mm512_setzero_si512();
         s1 = _mm512_setzero_si512();
@@ -914,7 +934,7 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       const __m512i s0 = s0v[j], s1 = s1v[j];
-      if constexpr (T == GgmlType::Q6_K) {
+      if constexpr (kPackedSub16<T>) {
         const __m512i c0 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j)));
         const __m512i c1 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j + 16)));
         isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(s0, c0), _mm512_mullo_epi32(s1, c1)));
@@ -929,7 +949,7 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD)));
     __m512 term = _mm512_mul_ps(_mm512_mul_ps(d, xd), _mm512_cvtepi32_ps(isum));
-    if constexpr (T != GgmlType::Q6_K) {
+    if constexpr (!kPackedSub16<T>) {
       // Mins: lane r of pair p holds (min 2p, min 2p+1) of row r as int16; the activations'
       // bsum pairs of those sub-blocks likewise (Q8KSums::pair16, |pair| <= 32 x 128).
       __m512i msum = _mm512_setzero_si512();
@@ -954,7 +974,11 @@ inline void kp_panel(const uint8_t* o, uint8_t* pb) {
     for (int c = 0; c < 4; ++c) {
       __m512i lo, hi;
       kp_chunk<T>(o, j, c, &lo, &hi);
-      if constexpr (T == GgmlType::Q6_K) {  // 16-column sub-blocks 2j (low) and 2j + 1 (high)
+      if constexpr (T == GgmlType::Q3_K) {  // as q3k_to_q6k_panel_row: (q - 4) + 32
+        lo = _mm512_add_epi8(lo, _mm512_set1_epi8(28));
+        hi = _mm512_add_epi8(hi, _mm512_set1_epi8(28));
+      }
+      if constexpr (kPackedSub16<T>) {  // 16-column sub-blocks 2j (low) and 2j + 1 (high)
         _mm512_store_si512(pb + 64 * (4 * (2 * j) + c), lo);
         _mm512_store_si512(pb + 64 * (4 * (2 * j + 1) + c), hi);
       } else {
@@ -962,7 +986,7 @@ inline void kp_panel(const uint8_t* o, uint8_t* pb) {
         _mm512_store_si512(pb + 64 * (8 * j + 4 + c), hi);
       }
     }
-  if constexpr (T == GgmlType::Q6_K) {
+  if constexpr (kPackedSub16<T>) {
     for (int k = 0; k < 16; ++k)
       _mm512_store_si512(sc + 16 * k, _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 16 * k))));
     _mm512_store_ps(pb + kQuantBytes + 16 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD))));
@@ -1080,6 +1104,7 @@ PackedGemmFn packed_kq_gemm_avx512(GgmlType t, bool amx) {
     case GgmlType::Q4_K: return amx ? &kp_gemm<GgmlType::Q4_K, KQ4, true> : &kp_gemm<GgmlType::Q4_K, KQ4, false>;
     case GgmlType::Q5_K: return amx ? &kp_gemm<GgmlType::Q5_K, KQ5, true> : &kp_gemm<GgmlType::Q5_K, KQ5, false>;
     case GgmlType::Q6_K: return amx ? nullptr : &kp_gemm<GgmlType::Q6_K, Q6KPanel, false>;
+    case GgmlType::Q3_K: return amx ? nullptr : &kp_gemm<GgmlType::Q3_K, Q6KPanel, false>;
     default: return nullptr;
   }
 }
