@@ -215,7 +215,8 @@ TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
     for (Isa isa : supported_isas()) {
       if (isa == Isa::Scalar) continue;
       const PackedGemmFn f = packed_gemm(t, isa);
-      if ((t == GgmlType::IQ4_NL || t == GgmlType::Q3_K) && (isa == Isa::Avx2 || isa == Isa::AvxVnni)) {
+      if ((t == GgmlType::IQ4_NL || t == GgmlType::Q3_K || t == GgmlType::Q2_K) &&
+          (isa == Isa::Avx2 || isa == Isa::AvxVnni)) {
         // IQ4_NL's values + 128 would saturate maddubs; neither has a 256-bit packed kernel.
         EXPECT_EQ(f, nullptr) << isa_name(isa);
         continue;
@@ -291,7 +292,7 @@ TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedTest,
                          testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL,
-                                         GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
+                                         GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
 // matmul_multi runs packed jobs together (one quantization, one parallel_for) when they share a
@@ -360,6 +361,7 @@ TEST(Packed, MatmulMultiEqualsOneMatmulPerJob) {
        {std::vector<GgmlType>{GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K},
         std::vector<GgmlType>{GgmlType::Q5_K, GgmlType::Q6_K},
         std::vector<GgmlType>{GgmlType::Q3_K, GgmlType::Q3_K, GgmlType::Q4_K},
+        std::vector<GgmlType>{GgmlType::Q2_K, GgmlType::Q3_K},
         std::vector<GgmlType>{GgmlType::Q5_0, GgmlType::Q5_0, GgmlType::Q8_0}}) {
     const int64_t rows[3] = {64, 37, 32};
     std::vector<Packed> w;
@@ -524,7 +526,8 @@ TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {
   EXPECT_TRUE(packable(GgmlType::Q6_K, 4864, 1024));
   EXPECT_FALSE(packable(GgmlType::Q5_K, 16, 224));  // not whole super-blocks
   EXPECT_TRUE(packable(GgmlType::Q3_K, 16, 256));
-  EXPECT_FALSE(packable(GgmlType::Q2_K, 16, 256));
+  EXPECT_TRUE(packable(GgmlType::Q2_K, 32, 512));
+  EXPECT_FALSE(packable(GgmlType::Q4_1, 16, 256));
   EXPECT_FALSE(packable(GgmlType::F32, 16, 32));
   std::vector<uint8_t> w(row_size(GgmlType::Q8_0, 32) * 15);
   WeightView v{GgmlType::Q8_0, w.data(), 15, 32, row_size(GgmlType::Q8_0, 32)};

@@ -40,6 +40,7 @@ inline int quant(GgmlType t, const uint8_t* q, int r, int k) {
 inline int kquant(GgmlType t, const uint8_t* o, int r, int k) {
   const int j = k / 32, e = k % 32, c = (e % 16) / 4, lane = 4 * r + e % 4;
   const bool hi = e >= 16;
+  if (t == GgmlType::Q2_K) return (o[packed_kq_quants(t, j, hi) + lane] >> (2 * c)) & 3;
   if (t == GgmlType::Q3_K)
     return ((o[packed_kq_quants(t, j, hi) + lane] >> (2 * c)) & 3) |
            (((o[packed_kq_extra(t, j) + 16 * c + 8 * hi + lane / 8] >> (lane % 8)) & 1) << 2);
@@ -72,7 +73,19 @@ void packed_kq_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64
           const uint8_t* par = o + packed_kq_scales(wtype);
           uint16_t hd;
           std::memcpy(&hd, par + kKqD + 2 * r, 2);
-          if (q6) {
+          if (wtype == GgmlType::Q2_K) {
+            int isum = 0, summs = 0;
+            for (int s = 0; s < 16; ++s) {
+              int part = 0;
+              for (int k = 16 * s; k < 16 * s + 16; ++k) part += kquant(wtype, o, r, k) * xq[k];
+              const uint8_t sm = par[32 * (s / 2) + 2 * r + s % 2];
+              isum += (sm & 0x0F) * part;
+              summs += (sm >> 4) * bsum[s];
+            }
+            uint16_t hm;
+            std::memcpy(&hm, par + kKqDmin + 2 * r, 2);
+            acc += (fp16_to_fp32(hd) * xd) * float(isum) - (fp16_to_fp32(hm) * xd) * float(summs);
+          } else if (q6) {
             int isum = 0;
             for (int s = 0; s < 16; ++s) {
               int part = -offset * bsum[s];

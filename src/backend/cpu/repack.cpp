@@ -70,7 +70,8 @@ inline void store4(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 // sub-block lie 4 bytes apart in both layouts.
 template <GgmlType T>
 void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
-  constexpr bool q3 = T == GgmlType::Q3_K, q5 = T == GgmlType::Q5_K, q6 = T == GgmlType::Q6_K;
+  constexpr bool q2 = T == GgmlType::Q2_K, q3 = T == GgmlType::Q3_K, q5 = T == GgmlType::Q5_K,
+                 q6 = T == GgmlType::Q6_K;
   constexpr uint32_t m4 = 0x0F0F0F0F, m2 = 0x03030303;
   const int64_t nsb = w.cols / 256;
   const size_t bb = type_traits(T).type_size;
@@ -81,28 +82,39 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
     uint8_t* par = o + packed_kq_scales(T);  // scales (and mins)
     for (int r = 0; r < kPackRows; ++r) {
       const uint8_t* blk = w.data + size_t(r0 + r) * w.row_bytes + size_t(b) * bb;
-      if constexpr (q3) {
-        const auto* q = reinterpret_cast<const quant::block_q3_K*>(blk);
+      if constexpr (q2 || q3) {
+        // Sub-block j is columns 32 (j % 4) + l of half j / 4: bits 2 (j % 4) of qs[32 (j / 4)
+        // + l] (and Q3_K's bit j of hmask[l]).
+        const uint8_t* qs = q2 ? reinterpret_cast<const quant::block_q2_K*>(blk)->qs
+                               : reinterpret_cast<const quant::block_q3_K*>(blk)->qs;
         for (int j = 0; j < 8; ++j) {
-          // Sub-block j is columns 32 (j % 4) + l of half j / 4: bits 2 (j % 4) of qs[32 (j / 4)
-          // + l] and bit j of hmask[l].
-          const uint8_t* qs = q->qs + 32 * (j / 4);
           const int sh = 2 * (j % 4);
           for (int c = 0; c < 4; ++c) {
             for (int h = 0; h < 2; ++h) {
               uint8_t* e = o + packed_kq_quants(T, j, h) + 4 * r;
-              store4(e, load4(e) | (((load4(qs + 16 * h + 4 * c) >> sh) & m2) << (2 * c)));
-              // Third bits: lane 4 r + i of the chunk's mask h (repack.h), as Q5_K's fifth bits.
-              uint8_t* m = o + packed_kq_extra(T, j) + 16 * c + 8 * h;
-              for (int i = 0; i < 4; ++i) {
-                const int lane = 4 * r + i;
-                m[lane / 8] |= uint8_t(((q->hmask[16 * h + 4 * c + i] >> j) & 1) << (lane % 8));
+              store4(e, load4(e) | (((load4(qs + 32 * (j / 4) + 16 * h + 4 * c) >> sh) & m2) << (2 * c)));
+              if constexpr (q3) {
+                // Third bits: lane 4 r + i of the chunk's mask h (repack.h), as Q5_K's fifth bits.
+                const uint8_t* hmask = reinterpret_cast<const quant::block_q3_K*>(blk)->hmask;
+                uint8_t* m = o + packed_kq_extra(T, j) + 16 * c + 8 * h;
+                for (int i = 0; i < 4; ++i) {
+                  const int lane = 4 * r + i;
+                  m[lane / 8] |= uint8_t(((hmask[16 * h + 4 * c + i] >> j) & 1) << (lane % 8));
+                }
               }
             }
           }
         }
-        for (int k = 0; k < 16; ++k) par[16 * k + r] = uint8_t(quant::get_scale_q3_K(k, q->scales));
-        std::memcpy(par + kKqD + 2 * r, &q->d, 2);
+        if constexpr (q2) {
+          const auto* q = reinterpret_cast<const quant::block_q2_K*>(blk);
+          for (int k = 0; k < 16; ++k) par[32 * (k / 2) + 2 * r + k % 2] = q->scales[k];
+          std::memcpy(par + kKqD + 2 * r, &q->d, 2);
+          std::memcpy(par + kKqDmin + 2 * r, &q->dmin, 2);
+        } else {
+          const auto* q = reinterpret_cast<const quant::block_q3_K*>(blk);
+          for (int k = 0; k < 16; ++k) par[16 * k + r] = uint8_t(quant::get_scale_q3_K(k, q->scales));
+          std::memcpy(par + kKqD + 2 * r, &q->d, 2);
+        }
       } else if constexpr (q6) {
         const auto* q = reinterpret_cast<const quant::block_q6_K*>(blk);
         for (int j = 0; j < 8; ++j) {
@@ -168,6 +180,7 @@ void pack_weight(const WeightView& w, uint8_t* out) {
     uint8_t* o = out + size_t(g) * gb;
     const int64_t r0 = g * kPackRows;
     switch (w.type) {
+      case GgmlType::Q2_K: pack_kgroup<GgmlType::Q2_K>(w, r0, o); break;
       case GgmlType::Q3_K: pack_kgroup<GgmlType::Q3_K>(w, r0, o); break;
       case GgmlType::Q4_K: pack_kgroup<GgmlType::Q4_K>(w, r0, o); break;
       case GgmlType::Q5_K: pack_kgroup<GgmlType::Q5_K>(w, r0, o); break;

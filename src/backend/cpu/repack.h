@@ -29,13 +29,14 @@ namespace minfer::cpu {
 constexpr int64_t kPackRows = 16;
 
 // Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0, IQ4_NL (rows of
-// whole 32-blocks) and Q3_K, Q4_K, Q5_K, Q6_K (whole 256-blocks) with at least 16 rows. Only whole
+// whole 32-blocks) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (whole 256-blocks) with at least 16 rows. Only whole
 // groups are packed (rows / 16 of them); matmul computes the last rows % 16 rows from the GGUF
 // layout.
 bool packable(GgmlType type, int64_t rows, int64_t cols);
 
 constexpr bool packed_kquant(GgmlType type) {
-  return type == GgmlType::Q3_K || type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+  return type == GgmlType::Q2_K || type == GgmlType::Q3_K || type == GgmlType::Q4_K || type == GgmlType::Q5_K ||
+         type == GgmlType::Q6_K;
 }
 // Columns per packed block: 32, or 256 for the K-quants.
 constexpr int64_t packed_block_cols(GgmlType type) { return packed_kquant(type) ? 256 : 32; }
@@ -85,24 +86,28 @@ struct PackedQuants {
 //   Q3_K instead (3 bits, u = q + 4 in 0..7): two 64-byte vectors of the low 2 bits, byte
 //     4 r + i holding columns 4 c + i (first vector) or 16 + 4 c + i (second) at bits 2 c, for
 //     c = 0..3; then per chunk c two 64-bit masks of the third bits as Q5_K's fifth bits;
+//   Q2_K: only those two vectors of 2-bit fields;
 //   then Q4_K/Q5_K: the 6-bit scales as bytes [j][r], the mins as byte pairs [j / 2][r][j % 2],
 //     then d[16] and dmin[16] (F16); Q6_K and Q3_K: the int8 scales of the 16-column
-//     sub-blocks [k][r] (Q3_K's less 32, as it applies them), d[16].
-// Every block is whole 64-byte lines (Q3_K 29, Q4_K 37, Q5_K 45, Q6_K 53).
+//     sub-blocks [k][r] (Q3_K's less 32, as it applies them), d[16]; Q2_K: its scale | min << 4
+//     bytes as pairs [j][r][h] (16-column sub-block 2 j + h), then d[16] and dmin[16].
+// Every block is whole 64-byte lines (Q2_K 21, Q3_K 29, Q4_K 37, Q5_K 45, Q6_K 53).
 constexpr size_t packed_kq_block_bytes(GgmlType type) {
-  return type == GgmlType::Q3_K ? 1536 + 256 + 64  // d, then 32 bytes of padding
+  return type == GgmlType::Q2_K ? 1024 + 256 + 64
+       : type == GgmlType::Q3_K ? 1536 + 256 + 64  // d, then 32 bytes of padding
        : type == GgmlType::Q4_K ? 2048 + 256 + 64
        : type == GgmlType::Q5_K ? 2048 + 512 + 256 + 64
        : type == GgmlType::Q6_K ? 2048 + 1024 + 256 + 64  // d, then 32 bytes of padding
                                 : 0;
 }
-// Offsets inside one packed K-quant block: sub-block j's chunk c of quants (Q3_K: its vector c
-// of 2-bit fields, c < 2) and its Q5_K masks, Q6_K high bits or Q3_K third bits, the scales, and
+// Offsets inside one packed K-quant block: sub-block j's chunk c of quants (Q2_K, Q3_K: its
+// vector c of 2-bit fields, c < 2) and its Q5_K masks, Q6_K high bits or Q3_K third bits, the scales, and
 // from the scales the mins, d and dmin.
 constexpr size_t packed_kq_sub_bytes(GgmlType type) {
   return type == GgmlType::Q5_K   ? 256 + 64
          : type == GgmlType::Q6_K ? 256 + 128
          : type == GgmlType::Q3_K ? 128 + 64
+         : type == GgmlType::Q2_K ? 128
                                   : 256;
 }
 constexpr size_t packed_kq_quants(GgmlType type, int j, int c) {

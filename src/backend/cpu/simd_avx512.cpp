@@ -837,13 +837,19 @@ struct KPacked {
   static constexpr size_t kPar = packed_kq_scales(T);
 };
 
-// Q6_K and Q3_K: int8 scales of 16-column sub-blocks, no mins.
+// Scales per 16-column sub-block (Q2_K's with mins: its branches come first where that differs).
 template <GgmlType T>
-constexpr bool kPackedSub16 = T == GgmlType::Q6_K || T == GgmlType::Q3_K;
+constexpr bool kPackedSub16 = T == GgmlType::Q6_K || T == GgmlType::Q3_K || T == GgmlType::Q2_K;
 
 // Chunk c (columns 4c..4c+3 | 16+4c..16+4c+3 of sub-block j) as unsigned bytes, 16 rows.
 template <GgmlType T>
 inline void kp_chunk(const uint8_t* o, int j, int c, __m512i* lo, __m512i* hi) {
+  if constexpr (T == GgmlType::Q2_K) {  // 2 bits at 2c of the two vectors
+    const __m512i m2 = _mm512_set1_epi8(0x03);
+    *lo = _mm512_and_si512(_mm512_srli_epi16(_mm512_load_si512(o + packed_kq_quants(T, j, 0)), 2 * c), m2);
+    *hi = _mm512_and_si512(_mm512_srli_epi16(_mm512_load_si512(o + packed_kq_quants(T, j, 1)), 2 * c), m2);
+    return;
+  }
   if constexpr (T == GgmlType::Q3_K) {  // u = q + 4: 2 bits at 2c of the two vectors, the third by mask
     const __m512i m2 = _mm512_set1_epi8(0x03), b2 = _mm512_set1_epi8(0x04);
     const __m512i vl = _mm512_load_si512(o + packed_kq_quants(T, j, 0));
@@ -930,11 +936,18 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
       s0v[j] = s0;
       s1v[j] = s1;
     }
-    __m512i isum = _mm512_setzero_si512();
+    __m512i isum = _mm512_setzero_si512(), msum2 = _mm512_setzero_si512();
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       const __m512i s0 = s0v[j], s1 = s1v[j];
-      if constexpr (kPackedSub16<T>) {
+      if constexpr (T == GgmlType::Q2_K) {
+        // Lane r: the scale | min << 4 bytes of sub-blocks 2j, 2j + 1 as an int16 pair; the two
+        // sums (|s| <= 16 x 3 x 128) as the same pair: one vpdpwssd each for scales and mins.
+        const __m512i sm = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i*)(par + 32 * j)));
+        const __m512i pair = _mm512_mask_blend_epi16(0xAAAAAAAA, s0, _mm512_slli_epi32(s1, 16));
+        isum = _mm512_dpwssd_epi32(isum, pair, _mm512_and_si512(sm, _mm512_set1_epi16(0x0F)));
+        msum2 = _mm512_dpwssd_epi32(msum2, _mm512_srli_epi16(sm, 4), _mm512_set1_epi32(ks[b].bsum16[j]));
+      } else if constexpr (kPackedSub16<T>) {
         const __m512i c0 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j)));
         const __m512i c1 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j + 16)));
         isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(s0, c0), _mm512_mullo_epi32(s1, c1)));
@@ -949,7 +962,10 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD)));
     __m512 term = _mm512_mul_ps(_mm512_mul_ps(d, xd), _mm512_cvtepi32_ps(isum));
-    if constexpr (!kPackedSub16<T>) {
+    if constexpr (T == GgmlType::Q2_K) {
+      const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqDmin)));
+      term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dm, xd), _mm512_cvtepi32_ps(msum2)));
+    } else if constexpr (!kPackedSub16<T>) {
       // Mins: lane r of pair p holds (min 2p, min 2p+1) of row r as int16; the activations'
       // bsum pairs of those sub-blocks likewise (Q8KSums::pair16, |pair| <= 32 x 128).
       __m512i msum = _mm512_setzero_si512();
@@ -986,7 +1002,17 @@ inline void kp_panel(const uint8_t* o, uint8_t* pb) {
         _mm512_store_si512(pb + 64 * (8 * j + 4 + c), hi);
       }
     }
-  if constexpr (kPackedSub16<T>) {
+  if constexpr (T == GgmlType::Q2_K) {  // Q2KPanel: sc[16], the mins as int16 pairs, d, dmin
+    for (int j = 0; j < 8; ++j) {
+      const __m512i sm = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i*)(par + 32 * j)));
+      const __m512i m4 = _mm512_set1_epi32(0x0F);
+      _mm512_store_si512(sc + 16 * (2 * j), _mm512_and_si512(sm, m4));
+      _mm512_store_si512(sc + 16 * (2 * j + 1), _mm512_and_si512(_mm512_srli_epi32(sm, 16), m4));
+      _mm512_store_si512(sc + 16 * (16 + j), _mm512_srli_epi16(sm, 4));
+    }
+    _mm512_store_ps(pb + kQuantBytes + 24 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD))));
+    _mm512_store_ps(pb + kQuantBytes + 25 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqDmin))));
+  } else if constexpr (kPackedSub16<T>) {
     for (int k = 0; k < 16; ++k)
       _mm512_store_si512(sc + 16 * k, _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 16 * k))));
     _mm512_store_ps(pb + kQuantBytes + 16 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD))));
@@ -1105,6 +1131,7 @@ PackedGemmFn packed_kq_gemm_avx512(GgmlType t, bool amx) {
     case GgmlType::Q5_K: return amx ? &kp_gemm<GgmlType::Q5_K, KQ5, true> : &kp_gemm<GgmlType::Q5_K, KQ5, false>;
     case GgmlType::Q6_K: return amx ? nullptr : &kp_gemm<GgmlType::Q6_K, Q6KPanel, false>;
     case GgmlType::Q3_K: return amx ? nullptr : &kp_gemm<GgmlType::Q3_K, Q6KPanel, false>;
+    case GgmlType::Q2_K: return amx ? nullptr : &kp_gemm<GgmlType::Q2_K, Q2KPanel, false>;
     default: return nullptr;
   }
 }
