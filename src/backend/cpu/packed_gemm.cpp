@@ -43,7 +43,7 @@ inline int kquant(GgmlType t, const uint8_t* o, int r, int k) {
   if (t == GgmlType::Q2_K) return (o[packed_kq_quants(t, j, hi) + lane] >> (2 * c)) & 3;
   if (t == GgmlType::Q3_K)
     return ((o[packed_kq_quants(t, j, hi) + lane] >> (2 * c)) & 3) |
-           (((o[packed_kq_extra(t, j) + 16 * c + 8 * hi + lane / 8] >> (lane % 8)) & 1) << 2);
+           (((o[packed_kq_extra(t, j) + lane] >> (4 * hi + c)) & 1) << 2);
   const uint8_t v = o[packed_kq_quants(t, j, c) + lane];
   int q = hi ? v >> 4 : v & 0x0F;
   if (t == GgmlType::Q5_K) q |= ((o[packed_kq_extra(t, j) + 16 * c + 8 * hi + lane / 8] >> (lane % 8)) & 1) << 4;

@@ -93,14 +93,10 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
             for (int h = 0; h < 2; ++h) {
               uint8_t* e = o + packed_kq_quants(T, j, h) + 4 * r;
               store4(e, load4(e) | (((load4(qs + 32 * (j / 4) + 16 * h + 4 * c) >> sh) & m2) << (2 * c)));
-              if constexpr (q3) {
-                // Third bits: lane 4 r + i of the chunk's mask h (repack.h), as Q5_K's fifth bits.
+              if constexpr (q3) {  // third bits: bit 4 h + c of byte 4 r + i (repack.h)
                 const uint8_t* hmask = reinterpret_cast<const quant::block_q3_K*>(blk)->hmask;
-                uint8_t* m = o + packed_kq_extra(T, j) + 16 * c + 8 * h;
-                for (int i = 0; i < 4; ++i) {
-                  const int lane = 4 * r + i;
-                  m[lane / 8] |= uint8_t(((hmask[16 * h + 4 * c + i] >> j) & 1) << (lane % 8));
-                }
+                uint8_t* e3 = o + packed_kq_extra(T, j) + 4 * r;
+                store4(e3, load4(e3) | (((load4(hmask + 16 * h + 4 * c) >> j) & 0x01010101u) << (4 * h + c)));
               }
             }
           }

@@ -85,7 +85,8 @@ struct PackedQuants {
 //       columns 8 p + i, 16 + 8 p + i, 8 p + 4 + i, 20 + 8 p + i at bits 0, 2, 4, 6;
 //   Q3_K instead (3 bits, u = q + 4 in 0..7): two 64-byte vectors of the low 2 bits, byte
 //     4 r + i holding columns 4 c + i (first vector) or 16 + 4 c + i (second) at bits 2 c, for
-//     c = 0..3; then per chunk c two 64-bit masks of the third bits as Q5_K's fifth bits;
+//     c = 0..3; then a 64-byte vector of the third bits, byte 4 r + i holding columns 4 c + i at
+//     bit c and 16 + 4 c + i at bit 4 + c;
 //   Q2_K: only those two vectors of 2-bit fields;
 //   then Q4_K/Q5_K: the 6-bit scales as bytes [j][r], the mins as byte pairs [j / 2][r][j % 2],
 //     then d[16] and dmin[16] (F16); Q6_K and Q3_K: the int8 scales of the 16-column

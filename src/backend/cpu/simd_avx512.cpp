@@ -850,17 +850,16 @@ inline void kp_chunk(const uint8_t* o, int j, int c, __m512i* lo, __m512i* hi) {
     *hi = _mm512_and_si512(_mm512_srli_epi16(_mm512_load_si512(o + packed_kq_quants(T, j, 1)), 2 * c), m2);
     return;
   }
-  if constexpr (T == GgmlType::Q3_K) {  // u = q + 4: 2 bits at 2c of the two vectors, the third by mask
+  if constexpr (T == GgmlType::Q3_K) {  // u = q + 4: 2 bits at 2c of the two vectors, the third
+    // at c (lo) and 4 + c (hi) of the third vector, moved to bit 2 (0xF8: a | (b & c)).
     const __m512i m2 = _mm512_set1_epi8(0x03), b2 = _mm512_set1_epi8(0x04);
     const __m512i vl = _mm512_load_si512(o + packed_kq_quants(T, j, 0));
     const __m512i vh = _mm512_load_si512(o + packed_kq_quants(T, j, 1));
-    uint64_t ml, mh;
-    __builtin_memcpy(&ml, o + packed_kq_extra(T, j) + 16 * c, 8);
-    __builtin_memcpy(&mh, o + packed_kq_extra(T, j) + 16 * c + 8, 8);
-    *lo = _mm512_and_si512(_mm512_srli_epi16(vl, 2 * c), m2);
-    *lo = _mm512_mask_add_epi8(*lo, _cvtu64_mask64(ml), *lo, b2);
-    *hi = _mm512_and_si512(_mm512_srli_epi16(vh, 2 * c), m2);
-    *hi = _mm512_mask_add_epi8(*hi, _cvtu64_mask64(mh), *hi, b2);
+    const __m512i v3 = _mm512_load_si512(o + packed_kq_extra(T, j));
+    const __m512i t_lo = c < 2 ? _mm512_slli_epi16(v3, 2 - c) : _mm512_srli_epi16(v3, c - 2);
+    *lo = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(vl, 2 * c), m2), t_lo, b2, 0xF8);
+    *hi = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(vh, 2 * c), m2),
+                                    _mm512_srli_epi16(v3, c + 2), b2, 0xF8);
     return;
   }
   const __m512i m4 = _mm512_set1_epi8(0x0F);
