@@ -722,7 +722,7 @@ void gemm_256(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const P
 
 template <GgmlType T>
 struct AK {
-  static constexpr int kGroup = T == GgmlType::Q6_K ? 2 : 4;  // as the _0 types' kGroup
+  static constexpr int kGroup = T == GgmlType::Q6_K ? 2 : 4;  // as the _0 types' kGroup (Q2_K, Q3_K: at most 7)
   static constexpr size_t kBlock = packed_kq_block_bytes(T);
   static constexpr size_t kPar = packed_kq_scales(T);
   // Prefill decodes the super-blocks once per call (ak_decode), except Q4_K's nibbles on
@@ -731,9 +731,35 @@ struct AK {
   static constexpr bool kDecode = T != GgmlType::Q4_K || !kVnni;
 };
 
+// Scales per 16-column sub-block (Q6_K, Q3_K, Q2_K): a sub-block's two halves are scaled apart.
+template <GgmlType T>
+constexpr bool kAkSub16 = T == GgmlType::Q6_K || T == GgmlType::Q3_K || T == GgmlType::Q2_K;
+
+// Where a 16-column sub-block k's sum starts: -offset x its activations' sum for the types stored
+// with an offset (Q6_K q + 32, Q3_K q + 4), else 0.
+template <GgmlType T>
+__attribute__((always_inline)) inline __m256i ak_offset(const Q8KSums& ks, int k) {
+  if constexpr (T == GgmlType::Q6_K) return _mm256_set1_epi32(ks.q6c[k]);
+  if constexpr (T == GgmlType::Q3_K) return _mm256_set1_epi32(-4 * ks.bsum[k]);
+  return _mm256_setzero_si256();
+}
+
 // Chunk c of sub-block j, half h: columns 4c..4c+3 (lo) and 16+4c..16+4c+3 (hi), 8 rows.
 template <GgmlType T>
 inline void ak_chunk(const uint8_t* o, int j, int c, int h, __m256i* lo, __m256i* hi) {
+  if constexpr (T == GgmlType::Q2_K || T == GgmlType::Q3_K) {  // 2 bits at 2c (and Q3_K's third bit)
+    const __m256i m2 = _mm256_set1_epi8(0x03);
+    *lo = _mm256_and_si256(_mm256_srli_epi16(_mm256_load_si256((const __m256i*)(o + packed_kq_quants(T, j, 0) + 32 * h)), 2 * c), m2);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(_mm256_load_si256((const __m256i*)(o + packed_kq_quants(T, j, 1) + 32 * h)), 2 * c), m2);
+    if constexpr (T == GgmlType::Q3_K) {  // bits c and 4 + c of the third vector, to bit 2
+      const __m256i v3 = _mm256_load_si256((const __m256i*)(o + packed_kq_extra(T, j) + 32 * h));
+      const __m256i b2 = _mm256_set1_epi8(0x04);
+      const __m256i t = c < 2 ? _mm256_slli_epi16(v3, 2 - c) : _mm256_srli_epi16(v3, c - 2);
+      *lo = _mm256_or_si256(*lo, _mm256_and_si256(t, b2));
+      *hi = _mm256_or_si256(*hi, _mm256_and_si256(_mm256_srli_epi16(v3, c + 2), b2));
+    }
+    return;
+  }
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i v = _mm256_load_si256((const __m256i*)(o + packed_kq_quants(T, j, c) + 32 * h));
   *lo = _mm256_and_si256(v, m4);
@@ -790,17 +816,22 @@ __attribute__((always_inline)) inline void ak_accumulate(__m256i lo, __m256i hi,
 #endif
 }
 
-// Sub-block j's scales for the rows of half h, as ak_apply multiplies them: Q6_K the int8 scales
-// of its two 16-column halves (a, b); Q4_K on AVX2 the scale as both int16 of each lane (a);
-// otherwise the scale (a).
+// Sub-block j's scales for the rows of half h, as ak_apply multiplies them: Q6_K, Q3_K the int8
+// scales of its two 16-column halves (a, b), Q2_K their 4-bit ones; Q4_K on AVX2 the scale as both
+// int16 of each lane (a); otherwise the scale (a).
 struct AkScales {
   __m256i a, b;
 };
 template <GgmlType T>
 __attribute__((always_inline)) inline AkScales ak_scales(const uint8_t* par, int j, int h) {
-  if constexpr (T == GgmlType::Q6_K)
+  if constexpr (T == GgmlType::Q6_K || T == GgmlType::Q3_K)
     return {_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 8 * h))),
             _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 32 * j + 16 + 8 * h)))};
+  if constexpr (T == GgmlType::Q2_K) {  // lane r: the scale | min << 4 bytes of 2j, 2j + 1
+    const __m256i sm = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + 32 * j + 16 * h)));
+    const __m256i m4 = _mm256_set1_epi32(0x0F);
+    return {_mm256_and_si256(sm, m4), _mm256_and_si256(_mm256_srli_epi32(sm, 16), m4)};
+  }
   const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
   if constexpr (kAkScaledMadd<T>) return {_mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)), sc};
   return {sc, sc};
@@ -810,7 +841,7 @@ __attribute__((always_inline)) inline AkScales ak_scales(const uint8_t* par, int
 template <GgmlType T>
 __attribute__((always_inline)) inline __m256i ak_apply(const AkScales& sc, __m256i s0, __m256i s1, __m256i p0,
                                                        __m256i isum) {
-  if constexpr (T == GgmlType::Q6_K)
+  if constexpr (kAkSub16<T>)
     return _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_mullo_epi32(s0, sc.a), _mm256_mullo_epi32(s1, sc.b)));
   if constexpr (kAkScaledMadd<T>) return _mm256_add_epi32(isum, _mm256_madd_epi16(p0, sc.a));
 #if MINFER_PACKED_VNNI
@@ -821,18 +852,25 @@ __attribute__((always_inline)) inline __m256i ak_apply(const AkScales& sc, __m25
 }
 
 // A super-block's float step for the rows of half h and one token (activation scale and sums
-// ks): d x d_x x isum, minus (Q4_K, Q5_K) dmin x d_x x the mins against the pair sums.
+// ks): d x d_x x isum, minus (Q4_K, Q5_K, Q2_K) dmin x d_x x the mins against the sums.
 template <GgmlType T>
 __attribute__((always_inline)) inline __m256 ak_term(const uint8_t* par, int h, __m256i isum, const Q8KSums& ks) {
   const __m256 xd = _mm256_set1_ps(ks.d);
   const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqD + 16 * h)));
   __m256 term = _mm256_mul_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum));
-  if constexpr (T != GgmlType::Q6_K) {
+  if constexpr (T != GgmlType::Q6_K && T != GgmlType::Q3_K) {
     __m256i msum = _mm256_setzero_si256();
-    for (int q = 0; q < 4; ++q) {
-      const __m256i pp = _mm256_set1_epi32(ks.pair16[q]);
-      const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + kKqMins + 32 * q + 16 * h)));
-      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pp));
+    if constexpr (T == GgmlType::Q2_K) {  // the min pairs (2j, 2j + 1) against the bsum pairs
+      for (int j = 0; j < 8; ++j) {
+        const __m256i sm = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + 32 * j + 16 * h)));
+        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(_mm256_srli_epi16(sm, 4), _mm256_set1_epi32(ks.bsum16[j])));
+      }
+    } else {
+      for (int q = 0; q < 4; ++q) {
+        const __m256i pp = _mm256_set1_epi32(ks.pair16[q]);
+        const __m256i mn = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i*)(par + kKqMins + 32 * q + 16 * h)));
+        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, pp));
+      }
     }
     const __m256 dm = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqDmin + 16 * h)));
     term = _mm256_sub_ps(term, _mm256_mul_ps(_mm256_mul_ps(dm, xd), _mm256_cvtepi32_ps(msum)));
@@ -1234,7 +1272,6 @@ template <GgmlType T, int NT>
 inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int h, const PackedAct& x,
                     int64_t t0, float* y, int64_t ldy) {
   using P = AK<T>;
-  constexpr bool q6 = T == GgmlType::Q6_K;
   __m256 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nsb; ++b) {
@@ -1263,15 +1300,18 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
             const __m256i sa = _mm256_or_si256(sc.a, _mm256_slli_epi32(sc.a, 16));  // 0..63: no sign
             ak_q5k_sub4(isum, d, x0, x0 + 2 * x.stride, int64_t(x.stride), sa);
           } else {
-            // Scales as int16 pairs; the offset term -32 x bsum x scale of both halves is one madd
-            // of the bsum pair against the pair (-32 sa, -32 sb).
+            // Scales as int16 pairs; the offset term -k x bsum x scale of both halves (Q6_K k = 32,
+            // Q3_K 4, Q2_K none) is one madd of the bsum pair against the pair (-k sa, -k sb).
             const __m256i m16 = _mm256_set1_epi32(0xFFFF);
             const __m256i sa = _mm256_or_si256(_mm256_and_si256(sc.a, m16), _mm256_slli_epi32(sc.a, 16));
             const __m256i sb = _mm256_or_si256(_mm256_and_si256(sc.b, m16), _mm256_slli_epi32(sc.b, 16));
-            const __m256i off = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(sc.a, 5), m16),
-                                                _mm256_slli_epi32(sc.b, 21));  // 32 sa | 32 sb << 16
-            for (int t = 0; t < 4; ++t)
-              isum[t] = _mm256_sub_epi32(isum[t], _mm256_madd_epi16(_mm256_set1_epi32(ks[t]->bsum16[j]), off));
+            if constexpr (T != GgmlType::Q2_K) {
+              constexpr int lg = T == GgmlType::Q6_K ? 5 : 2;  // log2 k
+              const __m256i off = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(sc.a, lg), m16),
+                                                  _mm256_slli_epi32(sc.b, 16 + lg));  // k sa | k sb << 16
+              for (int t = 0; t < 4; ++t)
+                isum[t] = _mm256_sub_epi32(isum[t], _mm256_madd_epi16(_mm256_set1_epi32(ks[t]->bsum16[j]), off));
+            }
             ak_q6k_sub4(isum, d, x0, x0 + 2 * x.stride, int64_t(x.stride), sa, sb);
           }
           continue;
@@ -1279,8 +1319,8 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
 #endif
       __m256i s0[NT], s1[NT];
       for (int t = 0; t < NT; ++t) {
-        s0[t] = q6 ? _mm256_set1_epi32(ks[t]->q6c[2 * j]) : _mm256_setzero_si256();
-        s1[t] = q6 ? _mm256_set1_epi32(ks[t]->q6c[2 * j + 1]) : _mm256_setzero_si256();
+        s0[t] = ak_offset<T>(*ks[t], 2 * j);
+        s1[t] = ak_offset<T>(*ks[t], 2 * j + 1);
       }
       [[maybe_unused]] __m256i p0[NT], p1[NT];  // AVX2: maddubs sums of up to kGroup chunks
       for (int c = 0; c < 4; ++c) {
@@ -1333,7 +1373,6 @@ void ak_decode(const uint8_t* grp, int64_t nsb, uint8_t* out) {
 template <GgmlType T>
 inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* y) {
   using P = AK<T>;
-  constexpr bool q6 = T == GgmlType::Q6_K;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   const auto* xrow = reinterpret_cast<const quant::block_q8_K*>(x.q);
   for (int64_t b = 0; b < nsb; ++b) {
@@ -1350,8 +1389,8 @@ inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* 
       __m256i s0[2], s1[2];
       [[maybe_unused]] __m256i p0[2], p1[2];
       for (int h = 0; h < 2; ++h) {
-        s0[h] = q6 ? _mm256_set1_epi32(ks.q6c[2 * j]) : _mm256_setzero_si256();
-        s1[h] = q6 ? _mm256_set1_epi32(ks.q6c[2 * j + 1]) : _mm256_setzero_si256();
+        s0[h] = ak_offset<T>(ks, 2 * j);
+        s1[h] = ak_offset<T>(ks, 2 * j + 1);
       }
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
@@ -1404,6 +1443,8 @@ PackedGemmFn packed_gemm_256(GgmlType t) {
   if (t == GgmlType::Q4_K) return &ak_gemm<GgmlType::Q4_K>;
   if (t == GgmlType::Q5_K) return &ak_gemm<GgmlType::Q5_K>;
   if (t == GgmlType::Q6_K) return &ak_gemm<GgmlType::Q6_K>;
+  if (t == GgmlType::Q3_K) return &ak_gemm<GgmlType::Q3_K>;
+  if (t == GgmlType::Q2_K) return &ak_gemm<GgmlType::Q2_K>;
   return nullptr;
 }
 
