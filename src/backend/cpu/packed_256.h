@@ -7,8 +7,8 @@
 // quants go in as stored, w + 128, with the offset correction).
 // AVX2: without vpdpbusd, it is maddubs + madd with ones, which gives the same int32 per row as
 // long as maddubs' int16 pair sums cannot saturate: the quants of Q4_0, Q5_0 and the K-quants
-// (at most 63 x 127 x 2) go in unsigned as stored; Q8_0's w + 128 would not fit, so its quants
-// are turned back into signed bytes and multiplied in sign form (|w| times x with w's sign, at
+// (at most 63 x 127 x 2) go in unsigned as stored; Q8_0's w + 128 would not fit (nor IQ4_NL's
+// table + 128), so its quants are turned back into signed bytes and multiplied in sign form (|w| times x with w's sign, at
 // most 128 x 127 x 2), which sums w * x directly, without the offset correction.
 // Either way the integer sums are exact and the float steps are the scalar kernel's
 // (packed_gemm.h): results are bit-identical to it.
@@ -69,6 +69,31 @@ struct AQ4 : PackedQuants<256> {
     }
   }
 };
+// IQ4_NL: Q4_0's nibbles looked up in its table, as signed values for AVX2's sign form (its
+// values + 128 would saturate maddubs: 2 x 241 x 127 > 2^15), + 128 for vpdpbusd's offset form.
+struct AIQ4 : PackedQuants<256> {
+  static constexpr GgmlType kType = GgmlType::IQ4_NL;
+  static constexpr size_t kBytes = 256;
+  static constexpr bool kSigned = !kVnni;
+  static constexpr int kGroup = 1;       // as Q8_0's sign form: 2 x 127 x 127 a maddubs lane
+  static constexpr bool kDecode = true;  // the lookup and the nibbles, once per call
+  static __m256i table() {
+    alignas(16) uint8_t v[16];
+    for (int i = 0; i < 16; ++i) v[i] = uint8_t(quant::kvalues_iq4nl[i] + (kSigned ? 0 : 128));
+    return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(v)));
+  }
+  static __m256i chunk(const uint8_t* q, int h, int c) {
+    const __m256i v = _mm256_load_si256((const __m256i*)(q + 64 * (c % 4) + 32 * h));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    return _mm256_shuffle_epi8(table(), _mm256_and_si256(c < 4 ? v : _mm256_srli_epi16(v, 4), m4));
+  }
+  static void load(const uint8_t* q, int h, __m256i* w) {
+    AQ4::load(q, h, w);
+    const __m256i t = table();
+    for (int c = 0; c < 8; ++c) w[c] = _mm256_shuffle_epi8(t, w[c]);
+  }
+};
+
 // 0x10 in byte lane b where bit b of the 32-bit mask at p is set (a half of a 64-bit fifth-bit
 // mask): broadcast, spread byte b / 8 to lane b, test bit b % 8.
 inline __m256i fifth_bits(const uint8_t* p) {
@@ -129,8 +154,11 @@ struct Decoded {
   static const uint8_t* quants(const uint8_t*, const uint8_t* pan, int64_t b) { return pan + 512 * size_t(b); }
   static constexpr bool kSigned = P::kSigned;
   static constexpr int kGroup = P::kGroup;
+  static __m256i chunk(const uint8_t* q, int h, int c) {
+    return _mm256_load_si256((const __m256i*)(q + 64 * c + 32 * h));
+  }
   static void load(const uint8_t* q, int h, __m256i* w) {
-    for (int c = 0; c < 8; ++c) w[c] = _mm256_load_si256((const __m256i*)(q + 64 * c + 32 * h));
+    for (int c = 0; c < 8; ++c) w[c] = chunk(q, h, c);
   }
   static void decode(const uint8_t* grp, int64_t nb, uint8_t* out) {
     for (int64_t b = 0; b < nb; ++b)
@@ -434,8 +462,8 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
     const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b);
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 16 * h)));
     const uint8_t* xb = x.tq + 32 * (a0 + kActTile * b);
-    if constexpr (std::is_same_v<P, AQ8> && P::kSigned && T > 1) {
-      // AVX2 Q8_0 (sign form): chunk outer, tokens inner, so that one chunk and its magnitudes
+    if constexpr (P::kSigned && T > 1) {
+      // AVX2 Q8_0, IQ4_NL (sign form): chunk outer, tokens inner, so that one chunk and its magnitudes
       // are live at a time (all 8 chunks and their magnitudes took the 16 registers and the
       // accumulators went to the stack), with the same integer sums, chunk by chunk.
       const __m256i ones = _mm256_set1_epi16(1);
@@ -445,7 +473,7 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
       // 3072 x 1024 x 128: 114-120 GOP/s unrolled, 123-124 not).
 #pragma GCC unroll 1
       for (int c = 0; c < 8; ++c) {
-        const __m256i w = AQ8::chunk(q, h, c), aw = _mm256_abs_epi8(w);
+        const __m256i w = P::chunk(q, h, c), aw = _mm256_abs_epi8(w);
         for (int t = 0; t < T; ++t) {
           const __m256i x4 = _mm256_set1_epi32(load_i32(xb + 32 * t + 4 * c));
           s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(x4, w)), ones));
@@ -1440,6 +1468,7 @@ PackedGemmFn packed_gemm_256(GgmlType t) {
   if (t == GgmlType::Q8_0) return &gemm_256<AQ8>;
   if (t == GgmlType::Q4_0) return &gemm_256<AQ4>;
   if (t == GgmlType::Q5_0) return &gemm_256<AQ5>;
+  if (t == GgmlType::IQ4_NL) return &gemm_256<AIQ4>;
   if (t == GgmlType::Q4_K) return &ak_gemm<GgmlType::Q4_K>;
   if (t == GgmlType::Q5_K) return &ak_gemm<GgmlType::Q5_K>;
   if (t == GgmlType::Q6_K) return &ak_gemm<GgmlType::Q6_K>;
