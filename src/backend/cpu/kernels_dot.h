@@ -24,6 +24,11 @@ using DotTileFn = void (*)(GgmlType wtype, int64_t n, const uint8_t* w, size_t w
 // that ISA has none for the type. Never nullptr for a type vec_dot_type() accepts.
 DotTileFn dot_tile(GgmlType wtype, Isa isa);
 
+// From this many tokens the AVX-512 F16/BF16 tile widens its activations and 16-row weight
+// panels once per call (simd_avx512.cpp, fpanel_gemm): its callers give it many rows a call.
+constexpr int64_t kFloatPanelTokens = 8;
+constexpr bool float_panel_type(GgmlType t) { return t == GgmlType::F16 || t == GgmlType::BF16; }
+
 // Weighted sums of rows (the attention's V accumulation), for G weight vectors at once:
 // out[g * d + i] = sum over j < n of w[g * n + j] * V[j][i], V row j at v + j * vs, in F32 or
 // F16; summed in j order.

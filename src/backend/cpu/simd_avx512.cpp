@@ -1120,6 +1120,75 @@ struct F512K {
   static void run(const Tile& a, int64_t r0, int64_t t0) { f512_tile<L, R, T>(a, r0, t0); }
 };
 
+// ---- F16 / BF16 prompts: 16 rows in the lanes, weights widened once per call -----------------
+// The 4 x 4 tile widens every weight and activation vector it loads (8 conversions per 16 FMAs)
+// and reduces 16 lanes per output at the end. Here a call's activations are widened to F32 once,
+// each 16-row group's weights once into a panel (column k: the 16 rows' values, by 16 x 16
+// transposes), and a tile of T tokens is, per column, one panel load and T FMAs with the token's
+// value broadcast from memory. The sums run in blocks of kFPanelBlock columns, then added: as
+// short as the lanes' partial sums were (the float order differs from the tile's). Widening the
+// activations costs a call 1 / 16 of its FMAs per row: matmul gives these prompts items of many
+// rows (kernels_matmul.cpp).
+constexpr int64_t kFPanelBlock = 256;
+
+template <int T>
+inline void fpanel_tile(const float* pan, int64_t n, const float* xf, int64_t t0, __mmask16 rows, float* y,
+                        int64_t ldy) {
+  __m512 tot[T], acc[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) tot[t] = _mm512_setzero_ps();
+  const float* xt = xf + t0 * n;
+  for (int64_t k0 = 0; k0 < n; k0 += kFPanelBlock) {
+    const int64_t k1 = std::min(n, k0 + kFPanelBlock);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t k = k0; k < k1; ++k) {
+      const __m512 w = _mm512_load_ps(pan + 16 * k);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) acc[t] = _mm512_fmadd_ps(w, _mm512_set1_ps(xt[t * n + k]), acc[t]);
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) tot[t] = _mm512_add_ps(tot[t], acc[t]);
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, rows, tot[t]);
+}
+
+template <class L>
+void fpanel_gemm(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, size_t xs,
+                 int64_t nt, float* y, int64_t ldy) {
+  if (nt < kFloatPanelTokens) {
+    row_stream_tiles<F512K<L>, 4, 4>(t, n, w, ws, nr, x, xs, nt, y, ldy);
+    return;
+  }
+  const int64_t nf = n / 16 * 16;
+  const __mmask16 tail = __mmask16((1u << (n - nf)) - 1);
+  float* xf = reinterpret_cast<float*>(scratch(0, size_t(nt * n) * 4));
+  for (int64_t tt = 0; tt < nt; ++tt) {
+    const uint8_t* xr = x + size_t(tt) * xs;
+    float* o = xf + tt * n;
+    for (int64_t k = 0; k < nf; k += 16) _mm512_storeu_ps(o + k, L::v(xr, k));
+    if (tail) _mm512_mask_storeu_ps(o + nf, tail, L::m(xr, nf, tail));
+  }
+  float* pan = reinterpret_cast<float*>(scratch(1, size_t(nf + 16) * 64));
+  for (int64_t r0 = 0; r0 < nr; r0 += 16) {
+    const int rows = int(std::min<int64_t>(16, nr - r0));
+    for (int64_t k = 0; k < n; k += 16) {
+      const __mmask16 cols = k < nf ? __mmask16(0xFFFF) : tail;
+      __m512 v[16];
+      for (int r = 0; r < 16; ++r)
+        v[r] = r < rows ? L::m(w + size_t(r0 + r) * ws, k, cols) : _mm512_setzero_ps();
+      transpose16(v);
+      for (int c = 0; c < 16; ++c) _mm512_store_ps(pan + 16 * (k + c), v[c]);
+    }
+    const __mmask16 rm = __mmask16((1u << rows) - 1);
+    int64_t t0 = 0;
+    for (; t0 + 8 <= nt; t0 += 8) fpanel_tile<8>(pan, n, xf, t0, rm, y + r0, ldy);
+    for (; t0 + 4 <= nt; t0 += 4) fpanel_tile<4>(pan, n, xf, t0, rm, y + r0, ldy);
+    for (; t0 < nt; ++t0) fpanel_tile<1>(pan, n, xf, t0, rm, y + r0, ldy);
+  }
+}
+
 }  // namespace
 
 bool dot_tile_avx512_uses_amx(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K; }
@@ -1138,8 +1207,8 @@ PackedGemmFn packed_kq_gemm_avx512(GgmlType t, bool amx) {
 DotTileFn dot_tile_avx512(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return &row_stream_tiles<F512K<Load512F32>, 4, 4>;
-    case GgmlType::F16: return &row_stream_tiles<F512K<Load512F16>, 4, 4>;
-    case GgmlType::BF16: return &row_stream_tiles<F512K<Load512BF16>, 4, 4>;
+    case GgmlType::F16: return &fpanel_gemm<Load512F16>;
+    case GgmlType::BF16: return &fpanel_gemm<Load512BF16>;
     case GgmlType::Q8_0: return q8_gemm<DecQ8_0, 4, 4>;
     case GgmlType::Q4_0: return q8_gemm<DecQ4_0, 4, 4>;
     case GgmlType::Q5_0: return q8_gemm<DecQ5_0, 4, 4>;
