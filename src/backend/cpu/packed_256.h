@@ -529,15 +529,17 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
 // panel's widening is 8 % of it); qwen2.5-0.5b Q8_0 pp128 on 2 threads 325 -> 357 t/s.
 
 // Panel of one group: block b, column pair p (columns 2p, 2p + 1), half h: the 8 rows' int16
-// pairs, row r in dword lane r, at int16 offset 512 b + 32 p + 16 h.
+// pairs, row r in dword lane r, at int16 offset 512 b + 32 p + 16 h. P: a type whose chunks are
+// signed bytes (AQ8, AIQ4), as its sign form reads them.
+template <class P>
 inline void q8_wide_panel(const uint8_t* grp, int64_t b0, int64_t b1, int16_t* pan) {
-  const __m256i flip = _mm256_set1_epi8(char(0x80));
+  static_assert(P::kSigned);
   for (int64_t b = 0; b < b1 - b0; ++b) {
-    const uint8_t* q = AQ8::quants(grp, nullptr, b0 + b);
+    const uint8_t* q = P::quants(grp, nullptr, b0 + b);
     for (int c = 0; c < 8; ++c)
       for (int h = 0; h < 2; ++h) {
-        // Rows 8h..8h+7, columns 4c..4c+3, row r's 4 bytes at 4r (stored + 128).
-        const __m256i v = _mm256_xor_si256(_mm256_load_si256((const __m256i*)(q + 64 * c + 32 * h)), flip);
+        // Rows 8h..8h+7, columns 4c..4c+3, row r's 4 bytes at 4r.
+        const __m256i v = P::chunk(q, h, c);
         const __m256 a = _mm256_castsi256_ps(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)));       // rows 0-3
         const __m256 e = _mm256_castsi256_ps(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)));  // rows 4-7
         // Dword lanes of a: (row 0, pair 0), (0, 1), (1, 0), (1, 1) | (2, 0) ... : the even lanes of
@@ -600,7 +602,7 @@ __attribute__((always_inline)) inline void q8_wide_pair(__m256i (&s)[T][2], cons
 // panel's), the float sums continued from y unless b0 is 0: per block the T x 2 integer sums in
 // registers (one panel pair and one token's broadcast pair live beside them), the float sums in
 // memory (T x 2 more would not fit the 16 registers).
-template <int T>
+template <class P, int T>
 inline void q8_wide_tile(const uint8_t* grp, const int16_t* pan, int64_t nb, int64_t b0, int64_t b1,
                          const PackedAct& x, int64_t t0, float* y, int64_t ldy) {
   static_assert(T <= 4 && kActTile % 4 == 0);  // t0 is a multiple of 4: the T tokens share a tile
@@ -617,7 +619,7 @@ inline void q8_wide_tile(const uint8_t* grp, const int16_t* pan, int64_t nb, int
     for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int p = 0; p < 16; ++p) q8_wide_pair<T>(s, pb + 32 * p, xb + 2 * p);
-    const uint8_t* sc = grp + packed_scales_at(AQ8::kGroupBytes, b);
+    const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b);
     for (int h = 0; h < 2; ++h) {
       const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 16 * h)));
       for (int t = 0; t < T; ++t) {
@@ -638,6 +640,7 @@ inline void q8_wide_tile(const uint8_t* grp, const int16_t* pan, int64_t nb, int
 // qwen2.5's ffn_down: 115 GOP/s before, whole-row panels 115, 16 blocks 120; 8 blocks slower).
 constexpr int64_t kWideBlocks = 16;
 
+template <class P>
 inline void q8_wide_gemm(const uint8_t* wp, int64_t n_groups, size_t gb, int64_t nb, const PackedAct& x,
                          int64_t nt, float* y, int64_t ldy) {
   int16_t* pan = thread_scratch_array<int16_t>(ScratchSlot::PackedPanel, size_t(kWideBlocks) * 512);
@@ -646,12 +649,12 @@ inline void q8_wide_gemm(const uint8_t* wp, int64_t n_groups, size_t gb, int64_t
     float* yg = y + 16 * g;
     for (int64_t b0 = 0; b0 < nb; b0 += kWideBlocks) {
       const int64_t b1 = std::min(nb, b0 + kWideBlocks);
-      q8_wide_panel(grp, b0, b1, pan);
+      q8_wide_panel<P>(grp, b0, b1, pan);
       int64_t t0 = 0;
-      for (; t0 + 4 <= nt; t0 += 4) q8_wide_tile<4>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
-      if (nt - t0 == 3) q8_wide_tile<3>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
-      if (nt - t0 == 2) q8_wide_tile<2>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
-      if (nt - t0 == 1) q8_wide_tile<1>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
+      for (; t0 + 4 <= nt; t0 += 4) q8_wide_tile<P, 4>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
+      if (nt - t0 == 3) q8_wide_tile<P, 3>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
+      if (nt - t0 == 2) q8_wide_tile<P, 2>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
+      if (nt - t0 == 1) q8_wide_tile<P, 1>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
     }
   }
 }
@@ -721,9 +724,9 @@ void gemm_256(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const P
     return;
   }
 #if !MINFER_PACKED_VNNI
-  if constexpr (std::is_same_v<P, AQ8>)
+  if constexpr (P::kSigned)  // Q8_0, IQ4_NL
     if (x.tw && packed_wide_act(P::kType, Isa::Avx2, nt)) {  // (a short last token block: sign form)
-      q8_wide_gemm(wp, n_groups, gb, nb, x, nt, y, ldy);
+      q8_wide_gemm<P>(wp, n_groups, gb, nb, x, nt, y, ldy);
       return;
     }
 #endif

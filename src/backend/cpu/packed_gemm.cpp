@@ -155,12 +155,12 @@ void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, 
     }
 }
 
-// AVX2 without VNNI runs Q8_0 prompts in int16 (packed_256.h, q8_wide_gemm) from 32 tokens: the
+// AVX2 without VNNI runs Q8_0 and IQ4_NL prompts in int16 (packed_256.h, q8_wide_gemm) from 32 tokens: the
 // weight panel's widening, once per group and call, is shared by fewer tokens below (ISA=avx2,
 // qwen2.5-0.5b Q8_0 on one thread, sign form / int16: pp16 144 / 132 t/s, pp32 160 / 167).
 constexpr int64_t kWideActTokens = 32;
 bool packed_wide_act(GgmlType wtype, Isa isa, int64_t nt) {
-  return wtype == GgmlType::Q8_0 && isa == Isa::Avx2 && nt >= kWideActTokens &&
+  return (wtype == GgmlType::Q8_0 || wtype == GgmlType::IQ4_NL) && isa == Isa::Avx2 && nt >= kWideActTokens &&
          packed_gemm_isa(wtype, isa) == Isa::Avx2;
 }
 

@@ -69,7 +69,7 @@ struct PackedAct {
   const int32_t* c = nullptr;
   int64_t tile = kActTile;
   // The tiles' quants widened to int16, laid out as tq (32 a block): where packed_wide_act()
-  // asks for them (AVX2's Q8_0 prompt kernel); nullptr otherwise.
+  // asks for them (AVX2's Q8_0 and IQ4_NL prompt kernel); nullptr otherwise.
   const int16_t* tw = nullptr;
 };
 
