@@ -8,8 +8,9 @@
 // AVX2: without vpdpbusd, it is maddubs + madd with ones, which gives the same int32 per row as
 // long as maddubs' int16 pair sums cannot saturate: the quants of Q4_0, Q5_0 and the K-quants
 // (at most 63 x 127 x 2) go in unsigned as stored; Q8_0's w + 128 would not fit (nor IQ4_NL's
-// table + 128), so its quants are turned back into signed bytes and multiplied in sign form (|w| times x with w's sign, at
-// most 128 x 127 x 2), which sums w * x directly, without the offset correction.
+// table + 128), so their quants are turned back into signed bytes and multiplied in sign form
+// (|w| times x with w's sign, at most 128 x 127 x 2), which sums w * x directly, without the
+// offset correction.
 // Either way the integer sums are exact and the float steps are the scalar kernel's
 // (packed_gemm.h): results are bit-identical to it.
 #pragma once
@@ -780,8 +781,10 @@ template <GgmlType T>
 inline void ak_chunk(const uint8_t* o, int j, int c, int h, __m256i* lo, __m256i* hi) {
   if constexpr (T == GgmlType::Q2_K || T == GgmlType::Q3_K) {  // 2 bits at 2c (and Q3_K's third bit)
     const __m256i m2 = _mm256_set1_epi8(0x03);
-    *lo = _mm256_and_si256(_mm256_srli_epi16(_mm256_load_si256((const __m256i*)(o + packed_kq_quants(T, j, 0) + 32 * h)), 2 * c), m2);
-    *hi = _mm256_and_si256(_mm256_srli_epi16(_mm256_load_si256((const __m256i*)(o + packed_kq_quants(T, j, 1) + 32 * h)), 2 * c), m2);
+    const __m256i vl = _mm256_load_si256((const __m256i*)(o + packed_kq_quants(T, j, 0) + 32 * h));
+    const __m256i vh = _mm256_load_si256((const __m256i*)(o + packed_kq_quants(T, j, 1) + 32 * h));
+    *lo = _mm256_and_si256(_mm256_srli_epi16(vl, 2 * c), m2);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(vh, 2 * c), m2);
     if constexpr (T == GgmlType::Q3_K) {  // bits c and 4 + c of the third vector, to bit 2
       const __m256i v3 = _mm256_load_si256((const __m256i*)(o + packed_kq_extra(T, j) + 32 * h));
       const __m256i b2 = _mm256_set1_epi8(0x04);

@@ -78,7 +78,8 @@ struct PQ5 : PackedQuants<320> {
 };
 
 // IQ4_NL: Q4_0's nibbles, each looked up in kvalues_iq4nl + 128 (1..241, unsigned for vpdpbusd,
-// which sums its 4 products in int32: AVX2's maddubs would saturate its int16 pairs on them).
+// which sums its 4 products in int32; AVX2's maddubs would saturate its int16 pairs on them, so
+// packed_256.h takes the signed values in sign form).
 struct PIQ4 : PackedQuants<256> {
   static constexpr GgmlType kType = GgmlType::IQ4_NL;
   static constexpr size_t kBytes = 256;

@@ -102,8 +102,8 @@ constexpr size_t packed_kq_block_bytes(GgmlType type) {
                                 : 0;
 }
 // Offsets inside one packed K-quant block: sub-block j's chunk c of quants (Q2_K, Q3_K: its
-// vector c of 2-bit fields, c < 2) and its Q5_K masks, Q6_K high bits or Q3_K third bits, the scales, and
-// from the scales the mins, d and dmin.
+// vector c of 2-bit fields, c < 2) and its Q5_K masks, Q6_K high bits or Q3_K third bits (Q2_K
+// has none), the scales, and from the scales the mins, d and dmin.
 constexpr size_t packed_kq_sub_bytes(GgmlType type) {
   return type == GgmlType::Q5_K   ? 256 + 64
          : type == GgmlType::Q6_K ? 256 + 128
