@@ -74,7 +74,7 @@ void shapes(benchmark::internal::Benchmark* b) {
   BENCHMARK(Gemv_##T)->Apply(shapes);                                                  \
   BENCHMARK(Gemm128_##T)->Apply(shapes);
 
-// Scalar has no packed kernel: those rows measure the GGUF-layout fallback.
+// Scalar has no packed kernel (nor AVX2 for Q4_1): those rows measure the GGUF-layout fallback.
 #define MINFER_BENCH_PACKED(T)                                                         \
   void GemvPacked_##T(benchmark::State& st) { run(st, GgmlType::T, 1, true); }         \
   void Gemm128Packed_##T(benchmark::State& st) { run(st, GgmlType::T, 128, true); }    \
@@ -85,6 +85,7 @@ MINFER_BENCH_PACKED(Q8_0)
 MINFER_BENCH_PACKED(Q4_0)
 MINFER_BENCH_PACKED(Q5_0)
 MINFER_BENCH_PACKED(IQ4_NL)
+MINFER_BENCH_PACKED(Q4_1)
 MINFER_BENCH_PACKED(Q2_K)
 MINFER_BENCH_PACKED(Q3_K)
 MINFER_BENCH_PACKED(Q4_K)
@@ -154,6 +155,7 @@ BENCHMARK_CAPTURE(GemvPackedCold, Q8_0, GgmlType::Q8_0)->Apply(cold_shapes);
 BENCHMARK_CAPTURE(GemvPackedCold, Q4_0, GgmlType::Q4_0)->Apply(cold_shapes);
 BENCHMARK_CAPTURE(GemvPackedCold, Q5_0, GgmlType::Q5_0)->Apply(cold_shapes);
 BENCHMARK_CAPTURE(GemvPackedCold, IQ4_NL, GgmlType::IQ4_NL)->Apply(cold_shapes);
+BENCHMARK_CAPTURE(GemvPackedCold, Q4_1, GgmlType::Q4_1)->Apply(cold_shapes);
 BENCHMARK_CAPTURE(GemvPackedCold, Q2_K, GgmlType::Q2_K)->Apply(cold_shapes_256);
 BENCHMARK_CAPTURE(GemvPackedCold, Q3_K, GgmlType::Q3_K)->Apply(cold_shapes_256);
 BENCHMARK_CAPTURE(GemvPackedCold, Q4_K, GgmlType::Q4_K)->Apply(cold_shapes_256);

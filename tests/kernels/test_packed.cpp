@@ -56,14 +56,15 @@ Packed make_weight(GgmlType t, int64_t rows, int64_t cols, std::mt19937& rng) {
 
 struct Acts {
   std::vector<uint8_t> q, tq;
-  std::vector<float> d;
+  std::vector<float> d, s;  // s: the _1 types' Q8_1 block sums
   std::vector<int32_t> c;
   std::vector<int16_t> tw;  // tq widened (PackedAct::tw)
   std::vector<Q8KSums> ks;
   size_t stride = 0;
   int64_t tile = kActTile;  // act_tile of the token count, as matmul lays them out
   PackedAct view(bool wide = false) const {
-    return {q.data(), stride, ks.data(), tq.data(), d.data(), c.data(), tile, wide ? tw.data() : nullptr};
+    return {q.data(), stride,      ks.data(), tq.data(), d.data(), c.data(), tile, wide ? tw.data() : nullptr,
+            s.empty() ? nullptr : s.data()};
   }
 };
 
@@ -87,20 +88,27 @@ Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t col
   a.tq.resize(32 * n_act);
   a.d.resize(n_act);
   a.c.resize(n_act);
-  // The tiles from the Q8_0 rows, as packed_gemm.h describes them.
+  const bool q81 = at == GgmlType::Q8_1;  // the _1 types: d, s, then the quants
+  if (q81) a.s.resize(n_act);
+  // The tiles from the Q8_0 (Q8_1) rows, as packed_gemm.h describes them.
   for (int64_t t = 0; t < nt; ++t) {
     const uint8_t* row = a.q.data() + size_t(t) * a.stride;
-    quantize_act(GgmlType::Q8_0, x.data() + t * cols, a.q.data() + size_t(t) * a.stride, cols);
+    quantize_act(at, x.data() + t * cols, a.q.data() + size_t(t) * a.stride, cols);
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* blk = row + 34 * b;
+      const uint8_t* blk = row + (q81 ? 36 : 34) * b;
+      const uint8_t* qs = blk + (q81 ? 4 : 2);
       const size_t i = act_index(t, b, nb, a.tile);
       uint16_t h;
       std::memcpy(&h, blk, 2);
       a.d[i] = fp16_to_fp32(h);
+      if (q81) {
+        std::memcpy(&h, blk + 2, 2);
+        a.s[i] = fp16_to_fp32(h);
+      }
       int32_t s = 0;
-      for (int j = 0; j < 32; ++j) s += int8_t(blk[2 + j]);
+      for (int j = 0; j < 32; ++j) s += int8_t(qs[j]);
       a.c[i] = -packed_offset(wt) * s;
-      std::memcpy(a.tq.data() + 32 * i, blk + 2, 32);
+      std::memcpy(a.tq.data() + 32 * i, qs, 32);
     }
   }
   a.tw.assign(a.tq.begin(), a.tq.end());
@@ -108,15 +116,27 @@ Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t col
   return a;
 }
 
-// Weight element k of row r, as its integer quant and the block scale.
-void weight_quant(GgmlType t, const uint8_t* row, int64_t k, int* q, float* d) {
+// Weight element k of row r, as its integer quant, the block scale and (the _1 types) min.
+void weight_quant(GgmlType t, const uint8_t* row, int64_t k, int* q, float* d, float* m) {
   const size_t bb = type_traits(t).type_size;
   const uint8_t* blk = row + size_t(k / 32) * bb;
   uint16_t h;
   std::memcpy(&h, blk, 2);
   *d = fp16_to_fp32(h);
+  *m = 0.0f;
   const int j = int(k % 32);
-  if (t == GgmlType::Q8_0) {
+  if (packed_has_mins(t)) {  // Q4_1: d, m, qs[16]; Q5_1: d, m, qh[4], qs[16]
+    std::memcpy(&h, blk + 2, 2);
+    *m = fp16_to_fp32(h);
+    const bool q5 = t == GgmlType::Q5_1;
+    const uint8_t* qs = blk + (q5 ? 8 : 4);
+    *q = j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
+    if (q5) {
+      uint32_t qh;
+      std::memcpy(&qh, blk + 4, 4);
+      *q |= int((qh >> j) & 1) << 4;
+    }
+  } else if (t == GgmlType::Q8_0) {
     *q = int8_t(blk[2 + j]);
   } else if (t == GgmlType::Q4_0) {
     *q = (j < 16 ? (blk[2 + j] & 0x0F) : (blk[2 + j - 16] >> 4)) - 8;
@@ -148,17 +168,24 @@ TEST_P(PackedTest, ScalarKernelMatchesThePlainDotProduct) {
     for (int64_t tt = 0; tt < nt; ++tt)
       for (int64_t r = 0; r < rows; ++r) {
         double ref = 0.0;
+        const bool q81 = packed_has_mins(t);  // Q8_1 activations: d, s, quants
+        const size_t xb = q81 ? 36 : 34, xo = q81 ? 4 : 2;
         for (int64_t b = 0; b < nb; ++b) {
           long isum = 0;
-          float dw = 0;
+          float dw = 0, mw = 0;
           for (int j = 0; j < 32; ++j) {
             int q;
-            weight_quant(t, k.w.data() + size_t(r) * k.view.row_bytes, 32 * b + j, &q, &dw);
-            isum += long(q) * int8_t(a.q[size_t(tt) * a.stride + 34 * size_t(b) + 2 + size_t(j)]);
+            weight_quant(t, k.w.data() + size_t(r) * k.view.row_bytes, 32 * b + j, &q, &dw, &mw);
+            isum += long(q) * int8_t(a.q[size_t(tt) * a.stride + xb * size_t(b) + xo + size_t(j)]);
           }
-          uint16_t hx;  // the activation block's own scale, as quantize_act wrote it
-          std::memcpy(&hx, &a.q[size_t(tt) * a.stride + 34 * size_t(b)], 2);
+          const uint8_t* xblk = &a.q[size_t(tt) * a.stride + xb * size_t(b)];
+          uint16_t hx;  // the activation block's own scale (and sum), as quantize_act wrote them
+          std::memcpy(&hx, xblk, 2);
           ref += double(dw) * double(fp16_to_fp32(hx)) * double(isum);
+          if (q81) {
+            std::memcpy(&hx, xblk + 2, 2);
+            ref += double(mw) * double(fp16_to_fp32(hx));
+          }
         }
         EXPECT_NEAR(y[size_t(tt * rows + r)], ref, 1e-5 * (1.0 + std::fabs(ref)))
             << type_name(t) << " cols " << cols << " token " << tt << " row " << r;
@@ -215,6 +242,10 @@ TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
     for (Isa isa : supported_isas()) {
       if (isa == Isa::Scalar) continue;
       const PackedGemmFn f = packed_gemm(t, isa);
+      if (packed_has_mins(t) && (isa == Isa::Avx2 || isa == Isa::AvxVnni)) {
+        EXPECT_EQ(f, nullptr) << isa_name(isa) << ": the _1 types are repacked for AVX-512 only";
+        continue;
+      }
       ASSERT_NE(f, nullptr) << isa_name(isa);
       for (int64_t nt : {1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 18, 19, 31, 32, 33, 34, 47}) {
         const auto x = random_floats(size_t(nt * cols), rng);
@@ -286,6 +317,7 @@ TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedTest,
                          testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL,
+                                         GgmlType::Q4_1, GgmlType::Q5_1,
                                          GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
@@ -301,7 +333,7 @@ TEST(Packed, ActivationTilesOnEveryIsaMatchTheRows) {
   std::vector<std::pair<int64_t, int64_t>> tokens_x_blocks;
   for (int64_t nt : {35, 1})
     for (int64_t nb : {1, 16, 17, 28, 40}) tokens_x_blocks.emplace_back(nt, nb);
-  for (GgmlType wt : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL}) {
+  for (GgmlType wt : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q4_1}) {
     for (const auto& [nt, nb] : tokens_x_blocks) {
       const int64_t cols = 32 * nb;
       auto x = random_floats(size_t(nt * cols), rng, 4.0f);
@@ -316,13 +348,14 @@ TEST(Packed, ActivationTilesOnEveryIsaMatchTheRows) {
         std::fill(a.tq.begin(), a.tq.end(), uint8_t(0x5A));
         std::fill(a.d.begin(), a.d.end(), -1.0f);
         std::fill(a.c.begin(), a.c.end(), 7);
-        std::vector<quant::block_q8_0> row(static_cast<size_t>(nb));
+        std::fill(a.s.begin(), a.s.end(), -2.0f);
+        std::vector<uint8_t> row(ref.stride);
         for (int64_t t = 0; t < nt; ++t) {
           const bool keep = t % 2 == 0;
-          std::memset(row.data(), 0xA5, row.size() * sizeof(row[0]));
+          std::memset(row.data(), 0xA5, row.size());
           packed_act_quantize(wt, x.data() + t * cols, nb, t, a.tile, row.data(), keep, a.tq.data(), a.d.data(),
-                              a.c.data());
-          if (keep || isa < Isa::Avx512)
+                              a.c.data(), nullptr, a.s.empty() ? nullptr : a.s.data());
+          if (keep || isa < Isa::Avx512 || packed_has_mins(wt))  // (the _1 types' row is always made)
             EXPECT_EQ(0, std::memcmp(row.data(), ref.q.data() + size_t(t) * ref.stride, ref.stride))
                 << isa_name(isa) << " nb " << nb << " t " << t;
           else
@@ -340,6 +373,9 @@ TEST(Packed, ActivationTilesOnEveryIsaMatchTheRows) {
                 << isa_name(isa) << " " << type_name(wt) << " nb " << nb << " t " << t << " b " << b;
             ASSERT_EQ(a.d[i], ref.d[i]) << isa_name(isa) << " nb " << nb << " t " << t << " b " << b;
             ASSERT_EQ(a.c[i], ref.c[i]) << isa_name(isa) << " nb " << nb << " t " << t << " b " << b;
+            if (!ref.s.empty()) {
+              ASSERT_EQ(a.s[i], ref.s[i]) << isa_name(isa) << " nb " << nb << " t " << t;
+            }
           }
       }
       reset_isa();
@@ -521,7 +557,9 @@ TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {
   EXPECT_FALSE(packable(GgmlType::Q5_K, 16, 224));  // not whole super-blocks
   EXPECT_TRUE(packable(GgmlType::Q3_K, 16, 256));
   EXPECT_TRUE(packable(GgmlType::Q2_K, 32, 512));
-  EXPECT_FALSE(packable(GgmlType::Q4_1, 16, 256));
+  EXPECT_TRUE(packable(GgmlType::Q4_1, 16, 256));
+  EXPECT_TRUE(packable(GgmlType::Q5_1, 16, 32));
+  EXPECT_FALSE(packable(GgmlType::BF16, 16, 256));
   EXPECT_FALSE(packable(GgmlType::F32, 16, 32));
   std::vector<uint8_t> w(row_size(GgmlType::Q8_0, 32) * 15);
   WeightView v{GgmlType::Q8_0, w.data(), 15, 32, row_size(GgmlType::Q8_0, 32)};

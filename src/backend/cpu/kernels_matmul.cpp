@@ -110,6 +110,7 @@ struct ActKey {
   const uint8_t* xq = nullptr;
   const void* aux = nullptr;  // the tiles or the K-quant sums
   const int16_t* wide = nullptr;  // the tiles widened (PackedAct::tw), or none
+  const float* mins = nullptr;    // the _1 types' block sums (PackedAct::s), or none
 };
 constexpr int kKQuantSums = -2;
 thread_local ActKey t_act;
@@ -120,7 +121,7 @@ bool act_ready(const ActKey& want, bool same_x) {
   const ActKey& h = t_act;
   const bool ok = same_x && h.x == want.x && h.nt == want.nt && h.cols == want.cols &&
                   h.at == want.at && h.sums == want.sums && (h.rows || !want.rows) &&
-                  h.xq == want.xq && h.aux == want.aux && h.wide == want.wide;
+                  h.xq == want.xq && h.aux == want.aux && h.wide == want.wide && h.mins == want.mins;
   if (!ok) t_act = want;
   return ok;
 }
@@ -134,7 +135,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
                    bool same_x, bool swiglu = false) {
   const WeightView& w0 = jobs[0].w;
   const GgmlType at = packed_act_type(w0.type);
-  const bool sums = at == GgmlType::Q8_0;  // the K-quant kernels read Q8_K's own d and bsums
+  const bool sums = at != GgmlType::Q8_K;  // activation tiles (the K-quant kernels read Q8_K's own d and bsums)
   const int64_t cols = w0.cols, nb = cols / packed_block_cols(w0.type);
   const size_t xs = row_size(at, cols);
   uint8_t* xq = thread_scratch(ScratchSlot::MatmulActivations, xs * size_t(nt));
@@ -146,6 +147,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   int16_t* tw = sums && packed_wide_act(w0.type, active_isa(), nt)
                     ? thread_scratch_array<int16_t>(ScratchSlot::MatmulActWide, 32 * n_act)
                     : nullptr;
+  float* xm = packed_has_mins(w0.type) ? thread_scratch_array<float>(ScratchSlot::MatmulActMins, n_act) : nullptr;
   Q8KSums* ks = sums ? nullptr : thread_scratch_array<Q8KSums>(ScratchSlot::MatmulActScales, size_t(nt * nb));
   int64_t rows = 0, all_groups = 0;  // (each job's rows past its last group are not in a group)
   for (int j = 0; j < n_jobs; ++j) rows += jobs[j].w.rows, all_groups += jobs[j].w.rows / kPackRows;
@@ -156,8 +158,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   auto quantize = [&](int64_t t, int) {
     uint8_t* row = xq + size_t(t) * xs;
     if (sums) {
-      packed_act_quantize(w0.type, x + t * cols, nb, t, tile, reinterpret_cast<quant::block_q8_0*>(row),
-                          tails, tq, xd, xc, tw);
+      packed_act_quantize(w0.type, x + t * cols, nb, t, tile, row, tails, tq, xd, xc, tw, xm);
     } else {
       quantize_act(at, x + t * cols, row, cols);
       q8k_sums(row, nb, ks + t * nb);
@@ -171,7 +172,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   };
   const int64_t n_items = (nt + item_tokens - 1) / item_tokens;
   const ActKey want{x, nt, cols, at, sums ? packed_offset(w0.type) : kKQuantSums, !sums || tails, xq,
-                    sums ? static_cast<const void*>(tq) : ks, tw};
+                    sums ? static_cast<const void*>(tq) : ks, tw, xm};
   if (!act_ready(want, same_x)) {
     if (par && n_items > 1)
       parallel_for(n_items, quantize_item);
@@ -198,7 +199,8 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     const int64_t t0 = it.t0, ntb = std::min(kTokenBlock, nt - t0);
     // t0 starts a tile (kTokenBlock is a multiple of kActTile).
     const size_t a0 = act_index(t0, 0, nb, tile);
-    const PackedAct xa = sums ? PackedAct{nullptr, 0, nullptr, tq + 32 * a0, xd + a0, xc + a0, tile, tw ? tw + 32 * a0 : nullptr}
+    const PackedAct xa = sums ? PackedAct{nullptr, 0, nullptr, tq + 32 * a0, xd + a0, xc + a0, tile,
+                                          tw ? tw + 32 * a0 : nullptr, xm ? xm + a0 : nullptr}
                               : PackedAct{xq + size_t(t0) * xs, xs, ks + t0 * nb};
     float* yc = job.y + t0 * ldy + g0 * kPackRows;
     const size_t gb = packed_group_bytes(job.w.type, cols);

@@ -77,6 +77,23 @@ struct PQ5 : PackedQuants<320> {
   }
 };
 
+// Q4_1, Q5_1: Q4_0's and Q5_0's quants as they are (0..15, 0..31: offset 0); their blocks' mins
+// sit beside the scales (repack.h), and the kernels add m x s per block.
+struct PQ41 : PackedQuants<256, 128> {
+  static constexpr GgmlType kType = GgmlType::Q4_1;
+  static constexpr size_t kBytes = 256;
+  static constexpr int kOffset = 0;
+  static constexpr bool kDecode = true;
+  static void load(const uint8_t* q, __m512i* w) { PQ4::load(q, w); }
+};
+struct PQ51 : PackedQuants<320, 128> {
+  static constexpr GgmlType kType = GgmlType::Q5_1;
+  static constexpr size_t kBytes = 320;
+  static constexpr int kOffset = 0;
+  static constexpr bool kDecode = true;
+  static void load(const uint8_t* q, __m512i* w) { PQ5::load(q, w); }
+};
+
 // IQ4_NL: Q4_0's nibbles, each looked up in kvalues_iq4nl + 128 (1..241, unsigned for vpdpbusd,
 // which sums its 4 products in int32; AVX2's maddubs would saturate its int16 pairs on them, so
 // packed_256.h takes the signed values in sign form).
@@ -102,6 +119,7 @@ struct Decoded {
   static constexpr GgmlType kType = P::kType;
   static constexpr size_t kBytes = 512;
   static constexpr size_t kGroupBytes = P::kBytes;
+  static constexpr size_t kHeadBytes = P::kHeadBytes;
   static constexpr int kOffset = P::kOffset;
   static const uint8_t* quants(const uint8_t*, const uint8_t* pan, int64_t b) { return pan + 512 * size_t(b); }
   static void load(const uint8_t* q, __m512i* w) { PQ8::load(q, w); }
@@ -133,17 +151,17 @@ inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const 
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* q = P::quants(grp, pan, b);
-    const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b);  // an even b's: its pair's start
+    const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b, P::kHeadBytes);  // an even b's: its pair's start
     if constexpr (T == 1)  // decode: each pair of blocks fetches the group's stream that far ahead
       if (prefetch && b % 2 == 0 && !pan)
-        for (size_t l = 0; l < packed_pair_bytes(P::kGroupBytes); l += 64)
+        for (size_t l = 0; l < packed_pair_bytes(P::kGroupBytes, P::kHeadBytes); l += 64)
           _mm_prefetch((const char*)(sc + packed_prefetch(P::kType) + l), _MM_HINT_T2);
     const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)sc));
     const uint8_t* xb = xq + 32 * TS * b;
     __m512i s[T];
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) s[t] = _mm512_set1_epi32(xc[TS * b + t]);
-    if constexpr (T == 1 && std::is_same_v<P, PQ4>) {  // packed nibbles (Decoded<PQ4> has them split)
+    if constexpr (T == 1 && (std::is_same_v<P, PQ4> || std::is_same_v<P, PQ41>)) {  // packed nibbles
       // Decode: the high nibbles in place into a second sum (dpbusd_nibbles).
       __m512i hi = _mm512_setzero_si512();
 #pragma GCC unroll 4
@@ -162,6 +180,12 @@ inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const 
     for (int t = 0; t < T; ++t)
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]),
                                _mm512_mul_ps(dw, _mm512_set1_ps(xd[TS * b + t])), acc[t]);
+    if constexpr (packed_has_mins(P::kType)) {  // + m x s
+      const __m512 mw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(sc + 64)));
+      const float* xm = x.s + a0;
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) acc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(xm[TS * b + t]), acc[t]);
+    }
   }
 #pragma GCC unroll 16
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + (t0 + t) * ldy, acc[t]);
@@ -336,6 +360,8 @@ PackedGemmFn packed_gemm_avx512(GgmlType t) {
   if (t == GgmlType::Q4_0) return &gemm_vnni<PQ4>;
   if (t == GgmlType::Q5_0) return &gemm_vnni<PQ5>;
   if (t == GgmlType::IQ4_NL) return &gemm_vnni<PIQ4>;
+  if (t == GgmlType::Q4_1) return &gemm_vnni<PQ41>;
+  if (t == GgmlType::Q5_1) return &gemm_vnni<PQ51>;
   return packed_kq_gemm_avx512(t, false);
 }
 
@@ -344,6 +370,7 @@ PackedGemmFn packed_gemm_amx(GgmlType t) {
   if (t == GgmlType::Q4_0) return &gemm_amx<PQ4>;
   if (t == GgmlType::Q5_0) return &gemm_amx<PQ5>;
   if (t == GgmlType::IQ4_NL) return &gemm_amx<PIQ4>;
+  if (packed_has_mins(t)) return nullptr;  // (the AMX epilogue has no mins term: the VNNI kernel)
   return packed_kq_gemm_avx512(t, true);
 }
 

@@ -31,7 +31,7 @@ inline int quant(GgmlType t, const uint8_t* q, int r, int k) {
   const uint8_t v = q[64 * ((k % 16) / 4) + 4 * r + k % 4];
   const int u = k < 16 ? (v & 0x0F) : (v >> 4);
   if (t == GgmlType::IQ4_NL) return quant::kvalues_iq4nl[u] + 128;
-  if (t != GgmlType::Q5_0) return u;
+  if (t != GgmlType::Q5_0 && t != GgmlType::Q5_1) return u;
   const int bit = 4 * r + k % 4;
   return u | (((q[256 + 8 * (k / 4) + bit / 8] >> (bit % 8)) & 1) << 4);
 }
@@ -134,19 +134,30 @@ void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out) {
 }
 
 GgmlType packed_act_type(GgmlType wtype) {
-  return packed_kquant(wtype) ? GgmlType::Q8_K : GgmlType::Q8_0;
+  return packed_kquant(wtype) ? GgmlType::Q8_K : packed_has_mins(wtype) ? GgmlType::Q8_1 : GgmlType::Q8_0;
 }
 
-void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, int64_t tile,
-                         quant::block_q8_0* row, bool keep_row, uint8_t* tq, float* d, int32_t* c,
-                         int16_t* tw) {
+void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, int64_t tile, uint8_t* row,
+                         bool keep_row, uint8_t* tq, float* d, int32_t* c, int16_t* tw, float* s) {
   const size_t i = act_index(t, 0, nb, tile);
   const Q8TilesFn f = active_isa() >= Isa::Avx512 ? quantize_q8_0_avx512() : nullptr;
-  if (f) {
-    f(x, nb, keep_row ? row : nullptr, packed_offset(wtype), tile, tq + 32 * i, d + i, c + i);
+  if (packed_has_mins(wtype)) {
+    // Q8_1 rows (their s is F16(d x sum) with d before its own F16 rounding), then the tiles.
+    auto* q = reinterpret_cast<quant::block_q8_1*>(row);
+    quantize_act_q8_1(x, q, nb * 32);
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t k = i + size_t(b * tile);
+      d[k] = fp16_to_fp32(q[b].d);
+      s[k] = fp16_to_fp32(q[b].s);
+      c[k] = 0;
+      std::memcpy(tq + 32 * k, q[b].qs, 32);
+    }
+  } else if (f) {
+    f(x, nb, keep_row ? reinterpret_cast<quant::block_q8_0*>(row) : nullptr, packed_offset(wtype), tile,
+      tq + 32 * i, d + i, c + i);
   } else {
-    quantize_act_q8_0(x, row, nb * 32);
-    sums_scalar(packed_offset(wtype), reinterpret_cast<const uint8_t*>(row), nb, tile, tq + 32 * i, d + i, c + i);
+    quantize_act_q8_0(x, reinterpret_cast<quant::block_q8_0*>(row), nb * 32);
+    sums_scalar(packed_offset(wtype), row, nb, tile, tq + 32 * i, d + i, c + i);
   }
   if (tw)
     for (int64_t b = 0; b < nb; ++b) {
@@ -170,21 +181,28 @@ void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int
     packed_kq_scalar(wtype, wp, n_groups, nb, x, nt, y, ldy);
     return;
   }
-  const size_t qb = packed_quant_bytes(wtype), gb = packed_group_bytes(wtype, nb * 32);
+  const size_t qb = packed_quant_bytes(wtype), hb = packed_head_bytes(wtype);
+  const size_t gb = packed_group_bytes(wtype, nb * 32);
+  const bool mins = packed_has_mins(wtype);
   for (int64_t g = 0; g < n_groups; ++g) {
     const uint8_t* grp = wp + size_t(g) * gb;
     for (int64_t t = 0; t < nt; ++t) {
       for (int r = 0; r < kPackRows; ++r) {
         float acc = 0.0f;
         for (int64_t b = 0; b < nb; ++b) {
-          const uint8_t* q = grp + packed_quants_at(qb, b);
+          const uint8_t* q = grp + packed_quants_at(qb, b, hb);
           const size_t i = act_index(t, b, nb, x.tile);
           const int8_t* xq = reinterpret_cast<const int8_t*>(x.tq + 32 * i);
           int32_t s = x.c[i];
           for (int k = 0; k < 32; ++k) s += quant(wtype, q, r, k) * xq[k];
+          const uint8_t* sc = grp + packed_scales_at(qb, b, hb);
           uint16_t h;
-          std::memcpy(&h, grp + packed_scales_at(qb, b) + 2 * r, 2);
+          std::memcpy(&h, sc + 2 * r, 2);
           acc = std::fma(float(s), fp16_to_fp32(h) * x.d[i], acc);
+          if (mins) {  // + m x s: the block's min times its activations' sum
+            std::memcpy(&h, sc + 64 + 2 * r, 2);
+            acc = std::fma(fp16_to_fp32(h), x.s[i], acc);
+          }
         }
         y[t * ldy + 16 * g + r] = acc;
       }

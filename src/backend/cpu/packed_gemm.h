@@ -71,6 +71,9 @@ struct PackedAct {
   // The tiles' quants widened to int16, laid out as tq (32 a block): where packed_wide_act()
   // asks for them (AVX2's Q8_0 and IQ4_NL prompt kernel); nullptr otherwise.
   const int16_t* tw = nullptr;
+  // The _1 types (Q8_1 activations): each block's s (Q8_1's F16 d x sum(q), as a float), laid
+  // out as d; nullptr otherwise.
+  const float* s = nullptr;
 };
 
 GgmlType packed_act_type(GgmlType wtype);
@@ -97,14 +100,15 @@ constexpr int packed_prefetch(GgmlType t) { return t == GgmlType::Q5_0 ? 8192 : 
 // (decode_prefetch); the distances are Intel's now, where Q6_K at 4096 is not re-measured.
 constexpr int kq_prefetch(GgmlType t) { return t == GgmlType::Q6_K ? 4096 : kPackedPrefetch; }
 
-// Token t's activations (nb blocks of 32) quantized to Q8_0 (quantize_act_q8_0) into the tiles
-// (of `tile` tokens) of PackedAct, for weights of `wtype`. The Q8_0 row is left in `row` when
-// keep_row (the GGUF-layout kernels read rows); otherwise `row` is scratch that the AVX-512 path
-// does not touch.
-// tw (when not null): the tile's quants also widened to int16 (PackedAct::tw).
-void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, int64_t tile,
-                         quant::block_q8_0* row, bool keep_row, uint8_t* tq, float* d, int32_t* c,
-                         int16_t* tw = nullptr);
+// Token t's activations (nb blocks of 32) quantized to Q8_0 (quantize_act_q8_0; the _1 types:
+// Q8_1) into the tiles (of `tile` tokens) of PackedAct, for weights of `wtype`. The row
+// (packed_act_type's) is left in `row` when keep_row (the GGUF-layout kernels read rows);
+// otherwise `row` is scratch that the AVX-512 path does not touch.
+// tw (when not null): the tile's quants also widened to int16 (PackedAct::tw); s: the _1 types'
+// PackedAct::s.
+void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, int64_t tile, uint8_t* row,
+                         bool keep_row, uint8_t* tq, float* d, int32_t* c, int16_t* tw = nullptr,
+                         float* s = nullptr);
 // Whether packed_gemm(wtype, isa)'s kernel wants PackedAct::tw for nt tokens.
 bool packed_wide_act(GgmlType wtype, Isa isa, int64_t nt);
 

@@ -19,6 +19,7 @@ size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
 }
 
 int packed_offset(GgmlType type) {
+  if (packed_has_mins(type)) return 0;
   return type == GgmlType::Q8_0 || type == GgmlType::IQ4_NL ? 128 : type == GgmlType::Q5_0 ? 16 : 8;
 }
 
@@ -27,18 +28,22 @@ namespace {
 // One group: rows r0..r0+15 of w.
 void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
   const int64_t nb = w.cols / 32;
-  const size_t qb = packed_quant_bytes(w.type);
-  const size_t bb = type_traits(w.type).type_size;  // GGUF block bytes (34, 18 or 22)
+  const size_t qb = packed_quant_bytes(w.type), hb = packed_head_bytes(w.type);
+  const size_t bb = type_traits(w.type).type_size;  // GGUF block bytes (34, 18, 20, 22 or 24)
   // IQ4_NL's nibbles are copied as Q4_0's: the kernels look their values up.
-  const bool q8 = w.type == GgmlType::Q8_0, q5 = w.type == GgmlType::Q5_0;
+  const bool q8 = w.type == GgmlType::Q8_0, q5 = w.type == GgmlType::Q5_0 || w.type == GgmlType::Q5_1;
+  const bool mins = packed_has_mins(w.type);
+  // GGUF blocks: d, [m], [qh], qs.
+  const size_t qh_at = mins ? 4 : 2, qs_at = qh_at + (q5 ? 4 : 0);
   std::memset(out, 0, packed_group_bytes(w.type, w.cols));  // the Q5_0 masks, an odd pair's half
   for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* q = out + packed_quants_at(qb, b);
-    uint8_t* scales = out + packed_scales_at(qb, b);
+    uint8_t* q = out + packed_quants_at(qb, b, hb);
+    uint8_t* scales = out + packed_scales_at(qb, b, hb);
     for (int r = 0; r < kPackRows; ++r) {
       const uint8_t* blk = w.data + size_t(r0 + r) * w.row_bytes + size_t(b) * bb;
-      std::memcpy(scales + 2 * r, blk, 2);  // d (F16) comes first in all three
-      const uint8_t* qs = blk + (q5 ? 6 : 2);
+      std::memcpy(scales + 2 * r, blk, 2);  // d (F16) comes first in all of them
+      if (mins) std::memcpy(scales + 64 + 2 * r, blk + 2, 2);  // m
+      const uint8_t* qs = blk + qs_at;
       for (int k4 = 0; k4 < (q8 ? 8 : 4); ++k4)
         for (int j = 0; j < 4; ++j) {
           const uint8_t v = qs[4 * k4 + j];
@@ -46,7 +51,7 @@ void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
         }
       if (q5) {
         uint32_t qh;
-        std::memcpy(&qh, blk + 2, 4);
+        std::memcpy(&qh, blk + qh_at, 4);
         for (int e = 0; e < 32; ++e)
           if ((qh >> e) & 1) {
             // Column e lies in chunk e / 4, byte lane 4 r + e % 4 of that chunk's mask.

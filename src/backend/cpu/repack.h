@@ -4,12 +4,14 @@
 // multiplies 4 columns of 16 rows by 4 activation bytes broadcast to every lane, and the same
 // bytes are an AMX B tile (K/4 rows of 16 x 4 bytes). Quants are unsigned (Q8_0: w + 128,
 // Q4_0: its nibbles q = w + 8 as stored, Q5_0: w + 16, IQ4_NL: kvalues_iq4nl[q] + 128 from its
-// nibbles, which are stored as Q4_0's); the kernels subtract offset * sum(x) per block.
+// nibbles, which are stored as Q4_0's); the kernels subtract offset * sum(x) per block. The _1
+// types' quants are their q (x = d q + m): the kernels add m * s (Q8_1's sum) per block.
 //
 // Group layout (64-byte aligned, packed_group_bytes apart), in pairs of blocks: 64 bytes of
-// F16 row scales (the 16 rows' d of the pair's first block, then of its second), then the two
-// blocks' quants (Q8_0: 512 bytes each; Q4_0 and IQ4_NL: 256 bytes whose low nibbles are
-// columns 0-15 of the block and high nibbles 16-31, exactly as in the GGUF block; Q5_0: those 256 bytes, then
+// F16 row scales (the 16 rows' d of the pair's first block, then of its second; the _1 types:
+// then 64 bytes of their m likewise), then the two blocks' quants (Q8_0: 512 bytes each; Q4_0,
+// Q4_1 and IQ4_NL: 256 bytes whose low nibbles are columns 0-15 of the block and high nibbles
+// 16-31, exactly as in the GGUF block; Q5_0, Q5_1: those 256 bytes, then
 // per chunk of 4 columns a 64-bit mask of the fifth bits, bit 4 r + j for column j of row r);
 // an odd last block leaves its pair's second half unused. Decode streams each group front to
 // back: one sequential stream per thread instead of 16 row streams, its scales in the stream
@@ -41,14 +43,19 @@ constexpr bool packed_kquant(GgmlType type) {
 // Columns per packed block: 32, or 256 for the K-quants.
 constexpr int64_t packed_block_cols(GgmlType type) { return packed_kquant(type) ? 256 : 32; }
 
-// Quant bytes per block of one group (Q8_0 512, Q4_0 and IQ4_NL 256, Q5_0 320); 0 when not
-// packable.
+// Quant bytes per block of one group (Q8_0 512, Q4_0, Q4_1 and IQ4_NL 256, Q5_0 and Q5_1 320);
+// 0 when not packable.
 constexpr size_t packed_quant_bytes(GgmlType type) {
-  return type == GgmlType::Q8_0                                 ? 512
-         : type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL ? 256
-         : type == GgmlType::Q5_0                               ? 320
-                                                                : 0;
+  return type == GgmlType::Q8_0                                                           ? 512
+         : type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::IQ4_NL ? 256
+         : type == GgmlType::Q5_0 || type == GgmlType::Q5_1                               ? 320
+                                                                                          : 0;
 }
+// The _1 types (a min per block: x = d q + m) carry their blocks' mins beside the scales.
+constexpr bool packed_has_mins(GgmlType type) { return type == GgmlType::Q4_1 || type == GgmlType::Q5_1; }
+// Bytes of a pair's scale line(s): the two blocks' d (F16 x 16 rows each), then for the _1
+// types their m likewise.
+constexpr size_t packed_head_bytes(GgmlType type) { return packed_has_mins(type) ? 128 : 64; }
 
 // Where block b's quants and scales lie in a group of the _0 types (qb = packed_quant_bytes).
 // The scales sit in the quants' stream, a line per pair of blocks, because a kernel reading two
@@ -56,20 +63,23 @@ constexpr size_t packed_quant_bytes(GgmlType type) {
 // buffer read as Q8_0 decode reads it) one core streamed 15.8 GB/s with all of a group's scales
 // after its quants against 30.3 in pairs like this (2 threads 25.5 -> 33.4, a plain read loop
 // 30-33 and 35-36); the scales before the group's quants measured as slow as after them.
-constexpr size_t packed_pair_bytes(size_t qb) { return 64 + 2 * qb; }
-constexpr size_t packed_quants_at(size_t qb, int64_t b) {
-  return size_t(b >> 1) * packed_pair_bytes(qb) + 64 + size_t(b & 1) * qb;
+// hb: packed_head_bytes (the mins of block b, for the _1 types, at packed_scales_at + 64).
+constexpr size_t packed_pair_bytes(size_t qb, size_t hb = 64) { return hb + 2 * qb; }
+constexpr size_t packed_quants_at(size_t qb, int64_t b, size_t hb = 64) {
+  return size_t(b >> 1) * packed_pair_bytes(qb, hb) + hb + size_t(b & 1) * qb;
 }
-constexpr size_t packed_scales_at(size_t qb, int64_t b) {
-  return size_t(b >> 1) * packed_pair_bytes(qb) + 32 * size_t(b & 1);
+constexpr size_t packed_scales_at(size_t qb, int64_t b, size_t hb = 64) {
+  return size_t(b >> 1) * packed_pair_bytes(qb, hb) + 32 * size_t(b & 1);
 }
-// The kernels' packed _0 types derive from this (QB = packed_quant_bytes): block b's quants in
-// group grp. A decoded panel type (the kernels' Decoded) has the same members, reading pan.
-template <size_t QB>
+// The kernels' packed _0 and _1 types derive from this (QB = packed_quant_bytes, HB =
+// packed_head_bytes): block b's quants in group grp. A decoded panel type (the kernels' Decoded)
+// has the same members, reading pan.
+template <size_t QB, size_t HB = 64>
 struct PackedQuants {
   static constexpr size_t kGroupBytes = QB;  // quant bytes per block in the group
+  static constexpr size_t kHeadBytes = HB;
   static const uint8_t* quants(const uint8_t* grp, const uint8_t* /*pan*/, int64_t b) {
-    return grp + packed_quants_at(QB, b);
+    return grp + packed_quants_at(QB, b, HB);
   }
 };
 
@@ -124,12 +134,13 @@ constexpr size_t kKqMins = 128, kKqD = 256, kKqDmin = 288;
 constexpr size_t packed_group_bytes(GgmlType type, int64_t cols) {
   const size_t nb = size_t(cols / packed_block_cols(type));
   return packed_kquant(type) ? nb * packed_kq_block_bytes(type)
-                             : (nb + 1) / 2 * packed_pair_bytes(packed_quant_bytes(type));
+                             : (nb + 1) / 2 * packed_pair_bytes(packed_quant_bytes(type), packed_head_bytes(type));
 }
 size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols);
 
 // Offset the packed quants of the _0 types carry (Q8_0 128, Q4_0 8, Q5_0 16, IQ4_NL 128: its
-// table's values + 128 once the kernels have looked them up).
+// table's values + 128 once the kernels have looked them up); the _1 types' quants are their
+// values (0).
 int packed_offset(GgmlType type);
 
 // Repacks the whole groups of w (packable) into out (packed_bytes, 64-byte aligned), spread
