@@ -74,7 +74,7 @@ void shapes(benchmark::internal::Benchmark* b) {
   BENCHMARK(Gemv_##T)->Apply(shapes);                                                  \
   BENCHMARK(Gemm128_##T)->Apply(shapes);
 
-// Scalar has no packed kernel (nor AVX2 for Q4_1): those rows measure the GGUF-layout fallback.
+// Scalar has no packed kernel: those rows measure the GGUF-layout fallback.
 #define MINFER_BENCH_PACKED(T)                                                         \
   void GemvPacked_##T(benchmark::State& st) { run(st, GgmlType::T, 1, true); }         \
   void Gemm128Packed_##T(benchmark::State& st) { run(st, GgmlType::T, 128, true); }    \

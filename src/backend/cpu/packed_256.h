@@ -70,6 +70,17 @@ struct AQ4 : PackedQuants<256> {
     }
   }
 };
+// Q4_1, Q5_1: Q4_0's and Q5_0's quants as they are (offset 0); their mins sit beside the scales
+// (repack.h) and the kernels add m x s per block.
+struct AQ41 : PackedQuants<256, 128> {
+  static constexpr GgmlType kType = GgmlType::Q4_1;
+  static constexpr size_t kBytes = 256;
+  static constexpr bool kSigned = false;
+  static constexpr int kGroup = AQ4::kGroup;
+  static constexpr bool kDecode = AQ4::kDecode;
+  static void load(const uint8_t* q, int h, __m256i* w) { AQ4::load(q, h, w); }
+};
+
 // IQ4_NL: Q4_0's nibbles looked up in its table, as signed values for AVX2's sign form (its
 // values + 128 would saturate maddubs: 2 x 241 x 127 > 2^15), + 128 for vpdpbusd's offset form.
 struct AIQ4 : PackedQuants<256> {
@@ -116,6 +127,14 @@ struct AQ5 : PackedQuants<320> {
     for (int c = 0; c < 8; ++c) w[c] = _mm256_or_si256(w[c], fifth_bits(q + 256 + 8 * c + 4 * h));
   }
 };
+struct AQ51 : PackedQuants<320, 128> {
+  static constexpr GgmlType kType = GgmlType::Q5_1;
+  static constexpr size_t kBytes = 320;
+  static constexpr bool kSigned = false;
+  static constexpr int kGroup = AQ5::kGroup;
+  static constexpr bool kDecode = AQ5::kDecode;
+  static void load(const uint8_t* q, int h, __m256i* w) { AQ5::load(q, h, w); }
+};
 
 // vpdpbusd's sums for 8 rows over the 8 chunks of a block: s + per row the dot of the block's
 // 32 columns with the token's quants xb.
@@ -152,6 +171,7 @@ struct Decoded {
   static constexpr GgmlType kType = P::kType;
   static constexpr size_t kBytes = 512;
   static constexpr size_t kGroupBytes = P::kBytes;
+  static constexpr size_t kHeadBytes = P::kHeadBytes;
   static const uint8_t* quants(const uint8_t*, const uint8_t* pan, int64_t b) { return pan + 512 * size_t(b); }
   static constexpr bool kSigned = P::kSigned;
   static constexpr int kGroup = P::kGroup;
@@ -458,9 +478,9 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
   const int32_t* xc = x.c + a0;
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
+  // Block b's sums and float steps (each path returns when done), then the _1 types' m x s.
+  auto block = [&](int64_t b, const uint8_t* sc) {
     const uint8_t* q = P::quants(grp, pan, b);
-    const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b);
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 16 * h)));
     const uint8_t* xb = x.tq + 32 * (a0 + kActTile * b);
     if constexpr (P::kSigned && T > 1) {
@@ -482,10 +502,10 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
       }
       for (int t = 0; t < T; ++t)
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(dw, _mm256_set1_ps(xd[kActTile * b + t])), acc[t]);
-      continue;
+      return;
     }
 #if !MINFER_PACKED_VNNI
-    if constexpr (std::is_same_v<P, AQ4> && T == 4) {
+    if constexpr ((std::is_same_v<P, AQ4> || std::is_same_v<P, AQ41>) && T == 4) {
       __m256i p[4];
       q4_0_half4(p, q + 32 * h, xb);
       const __m256i ones = _mm256_set1_epi16(1);
@@ -494,9 +514,9 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
         const __m256i s = _mm256_add_epi32(_mm256_set1_epi32(xc[i]), _mm256_madd_epi16(p[t], ones));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xd[i])), acc[t]);
       }
-      continue;
+      return;
     }
-    if constexpr (std::is_same_v<P, Decoded<AQ5>> && T == 4) {
+    if constexpr ((std::is_same_v<P, Decoded<AQ5>> || std::is_same_v<P, Decoded<AQ51>>) && T == 4) {
       __m256i s[4];
       for (int t = 0; t < 4; ++t) s[t] = _mm256_set1_epi32(xc[kActTile * b + t]);
       q5_0_half4(s, q + 32 * h, xb);
@@ -504,7 +524,7 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
         const __m256 prod = _mm256_mul_ps(dw, _mm256_set1_ps(xd[kActTile * b + t]));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), prod, acc[t]);
       }
-      continue;
+      return;
     }
 #endif
     __m256i w[8];
@@ -513,6 +533,14 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
       const size_t i = kActTile * b + t;
       const __m256i s = dot_block<P>(P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(xc[i]), w, xb + 32 * t);
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xd[i])), acc[t]);
+    }
+  };
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b, P::kHeadBytes);
+    block(b, sc);
+    if constexpr (packed_has_mins(P::kType)) {  // + m x s
+      const __m256 mw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 64 + 16 * h)));
+      for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(x.s[a0 + kActTile * b + t]), acc[t]);
     }
   }
   for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + (t0 + t) * ldy + 8 * h, acc[t]);
@@ -673,13 +701,13 @@ inline void avx2_gemv(const uint8_t* grp, int64_t nb, const PackedAct& x, float*
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* q = P::quants(grp, nullptr, b);
-    const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b);
+    const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b, P::kHeadBytes);
     const uint8_t* xb = x.tq + 32 * b;
     for (int h = 0; h < 2; ++h) {
       const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 16 * h)));
       __m256i s;
 #if MINFER_PACKED_VNNI  // AVX2's maddubs would saturate on 16 x the nibbles
-      if constexpr (P::kType == GgmlType::Q4_0) {
+      if constexpr (P::kType == GgmlType::Q4_0 || P::kType == GgmlType::Q4_1) {
         s = q4_decode_dot(q, h, x.c[b], xb);
       } else
 #endif
@@ -689,6 +717,9 @@ inline void avx2_gemv(const uint8_t* grp, int64_t nb, const PackedAct& x, float*
         s = dot_block<P>(P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(x.c[b]), w, xb);
       }
       acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(x.d[b])), acc[h]);
+      if constexpr (packed_has_mins(P::kType))  // + m x s
+        acc[h] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 64 + 16 * h))),
+                                 _mm256_set1_ps(x.s[b]), acc[h]);
     }
   }
   _mm256_storeu_ps(y, acc[0]);
@@ -1475,6 +1506,8 @@ PackedGemmFn packed_gemm_256(GgmlType t) {
   if (t == GgmlType::Q4_0) return &gemm_256<AQ4>;
   if (t == GgmlType::Q5_0) return &gemm_256<AQ5>;
   if (t == GgmlType::IQ4_NL) return &gemm_256<AIQ4>;
+  if (t == GgmlType::Q4_1) return &gemm_256<AQ41>;
+  if (t == GgmlType::Q5_1) return &gemm_256<AQ51>;
   if (t == GgmlType::Q4_K) return &ak_gemm<GgmlType::Q4_K>;
   if (t == GgmlType::Q5_K) return &ak_gemm<GgmlType::Q5_K>;
   if (t == GgmlType::Q6_K) return &ak_gemm<GgmlType::Q6_K>;
