@@ -70,16 +70,6 @@ struct AQ4 : PackedQuants<256> {
     }
   }
 };
-// Q4_1, Q5_1: Q4_0's and Q5_0's quants as they are (offset 0); their mins sit beside the scales
-// (repack.h) and the kernels add m x s per block.
-struct AQ41 : PackedQuants<256, 128> {
-  static constexpr GgmlType kType = GgmlType::Q4_1;
-  static constexpr size_t kBytes = 256;
-  static constexpr bool kSigned = false;
-  static constexpr int kGroup = AQ4::kGroup;
-  static constexpr bool kDecode = AQ4::kDecode;
-  static void load(const uint8_t* q, int h, __m256i* w) { AQ4::load(q, h, w); }
-};
 
 // IQ4_NL: Q4_0's nibbles looked up in its table, as signed values for AVX2's sign form (its
 // values + 128 would saturate maddubs: 2 x 241 x 127 > 2^15), + 128 for vpdpbusd's offset form.
@@ -127,14 +117,19 @@ struct AQ5 : PackedQuants<320> {
     for (int c = 0; c < 8; ++c) w[c] = _mm256_or_si256(w[c], fifth_bits(q + 256 + 8 * c + 4 * h));
   }
 };
-struct AQ51 : PackedQuants<320, 128> {
-  static constexpr GgmlType kType = GgmlType::Q5_1;
-  static constexpr size_t kBytes = 320;
+// Q4_1, Q5_1: Q4_0's and Q5_0's quants as they are (offset 0); their mins sit beside the scales
+// (repack.h) and the kernels add m x s per block.
+template <class P0, GgmlType T>
+struct AMins : PackedQuants<P0::kBytes, packed_head_bytes(T)> {
+  static constexpr GgmlType kType = T;
+  static constexpr size_t kBytes = P0::kBytes;
   static constexpr bool kSigned = false;
-  static constexpr int kGroup = AQ5::kGroup;
-  static constexpr bool kDecode = AQ5::kDecode;
-  static void load(const uint8_t* q, int h, __m256i* w) { AQ5::load(q, h, w); }
+  static constexpr int kGroup = P0::kGroup;
+  static constexpr bool kDecode = P0::kDecode;
+  static void load(const uint8_t* q, int h, __m256i* w) { P0::load(q, h, w); }
 };
+using AQ41 = AMins<AQ4, GgmlType::Q4_1>;
+using AQ51 = AMins<AQ5, GgmlType::Q5_1>;
 
 // vpdpbusd's sums for 8 rows over the 8 chunks of a block: s + per row the dot of the block's
 // 32 columns with the token's quants xb.

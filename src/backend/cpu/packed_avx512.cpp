@@ -79,20 +79,16 @@ struct PQ5 : PackedQuants<320> {
 
 // Q4_1, Q5_1: Q4_0's and Q5_0's quants as they are (0..15, 0..31: offset 0); their blocks' mins
 // sit beside the scales (repack.h), and the kernels add m x s per block.
-struct PQ41 : PackedQuants<256, 128> {
-  static constexpr GgmlType kType = GgmlType::Q4_1;
-  static constexpr size_t kBytes = 256;
+template <class P0, GgmlType T>
+struct PMins : PackedQuants<P0::kBytes, packed_head_bytes(T)> {
+  static constexpr GgmlType kType = T;
+  static constexpr size_t kBytes = P0::kBytes;
   static constexpr int kOffset = 0;
-  static constexpr bool kDecode = true;
-  static void load(const uint8_t* q, __m512i* w) { PQ4::load(q, w); }
+  static constexpr bool kDecode = P0::kDecode;
+  static void load(const uint8_t* q, __m512i* w) { P0::load(q, w); }
 };
-struct PQ51 : PackedQuants<320, 128> {
-  static constexpr GgmlType kType = GgmlType::Q5_1;
-  static constexpr size_t kBytes = 320;
-  static constexpr int kOffset = 0;
-  static constexpr bool kDecode = true;
-  static void load(const uint8_t* q, __m512i* w) { PQ5::load(q, w); }
-};
+using PQ41 = PMins<PQ4, GgmlType::Q4_1>;
+using PQ51 = PMins<PQ5, GgmlType::Q5_1>;
 
 // IQ4_NL: Q4_0's nibbles, each looked up in kvalues_iq4nl + 128 (1..241, unsigned for vpdpbusd,
 // which sums its 4 products in int32; AVX2's maddubs would saturate its int16 pairs on them, so
