@@ -296,7 +296,7 @@ void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const flo
   const DotTileFn tile = dot_tile(w.type, active_isa());
   // F16/BF16 prompts widen their activations once per call (kFloatPanelTokens): items of about
   // rows / (2 x threads) rows instead of kRowChunk, where widening took a third of the time.
-  const int64_t row_chunk = nt >= kFloatPanelTokens && float_panel_type(w.type)
+  const int64_t row_chunk = nt >= kFloatPanelTokens && float_panel_tile(w.type, active_isa())
                                 ? std::max(kRowChunk, w.rows / (2 * threads()) / 16 * 16)
                                 : kRowChunk;
   const int64_t n_chunks = (w.rows + row_chunk - 1) / row_chunk;
