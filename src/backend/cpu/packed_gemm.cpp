@@ -11,17 +11,23 @@
 namespace minfer::cpu {
 namespace {
 
+// A row of Q8_0 blocks (Q8_1 when s is given: d, s, quants) into one token's tiles.
 void sums_scalar(int offset, const uint8_t* row, int64_t nb, int64_t tile, uint8_t* tq, float* d,
-                 int32_t* c) {
+                 int32_t* c, float* s = nullptr) {
+  const size_t bb = s ? 36 : 34, qo = s ? 4 : 2;
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = row + 34 * b;
+    const uint8_t* blk = row + bb * size_t(b);
     uint16_t h;
     std::memcpy(&h, blk, 2);
     d[tile * b] = fp16_to_fp32(h);
-    int32_t s = 0;
-    for (int j = 0; j < 32; ++j) s += int8_t(blk[2 + j]);
-    c[tile * b] = -offset * s;
-    std::memcpy(tq + 32 * tile * b, blk + 2, 32);
+    if (s) {
+      std::memcpy(&h, blk + 2, 2);
+      s[tile * b] = fp16_to_fp32(h);
+    }
+    int32_t sum = 0;
+    for (int j = 0; j < 32; ++j) sum += int8_t(blk[qo + j]);
+    c[tile * b] = -offset * sum;
+    std::memcpy(tq + 32 * tile * b, blk + qo, 32);
   }
 }
 
@@ -143,15 +149,8 @@ void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, 
   const Q8TilesFn f = active_isa() >= Isa::Avx512 ? quantize_q8_0_avx512() : nullptr;
   if (packed_has_mins(wtype)) {
     // Q8_1 rows (their s is F16(d x sum) with d before its own F16 rounding), then the tiles.
-    auto* q = reinterpret_cast<quant::block_q8_1*>(row);
-    quantize_act_q8_1(x, q, nb * 32);
-    for (int64_t b = 0; b < nb; ++b) {
-      const size_t k = i + size_t(b * tile);
-      d[k] = fp16_to_fp32(q[b].d);
-      s[k] = fp16_to_fp32(q[b].s);
-      c[k] = 0;
-      std::memcpy(tq + 32 * k, q[b].qs, 32);
-    }
+    quantize_act_q8_1(x, reinterpret_cast<quant::block_q8_1*>(row), nb * 32);
+    sums_scalar(packed_offset(wtype), row, nb, tile, tq + 32 * i, d + i, c + i, s + i);
   } else if (f) {
     f(x, nb, keep_row ? reinterpret_cast<quant::block_q8_0*>(row) : nullptr, packed_offset(wtype), tile,
       tq + 32 * i, d + i, c + i);
