@@ -121,8 +121,24 @@ struct block_iq4_nl {
 };
 static_assert(sizeof(block_iq4_nl) == 18);
 
+// IQ4_NL's table in super-blocks of 256: an f16 d, and per block of 32 a 6-bit scale (4 low
+// bits in scales_l, 2 high bits in scales_h) less 32: x = d * (scale - 32) * kvalues_iq4nl[q].
+// qs holds each block of 32 as IQ4_NL does (element j low nibble, j + 16 high, of byte j).
+struct block_iq4_xs {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[QK_K / 64];
+  uint8_t qs[QK_K / 2];
+};
+static_assert(sizeof(block_iq4_xs) == 136);
+
 inline constexpr int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                              1,    13,   25,  38,  53,  69,  89,  113};
+
+// The signed scale (6 bits less 32) of block ib (0..7) of an IQ4_XS super-block.
+inline int iq4_xs_scale(const block_iq4_xs& b, int ib) {
+  return (((b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xf) | (((b.scales_h >> (2 * ib)) & 3) << 4)) - 32;
+}
 
 // The signed scale (6 bits less 32) of 16-column sub-block j (0..15) from q3_K's 12 scale bytes.
 inline int8_t get_scale_q3_K(int j, const uint8_t* s) {

@@ -134,6 +134,11 @@ constexpr Codec kCodecs[] = {
      dequant<block_iq4_nl, ref::dequantize_iq4_nl>,
      {0, -1},
      65504.0f * 127},
+    {GgmlType::IQ4_XS,
+     quant_qw<block_iq4_xs, ref::quantize_iq4_xs>,
+     dequant<block_iq4_xs, ref::dequantize_iq4_xs>,
+     {0, -1},
+     65504.0f * 32 * 127},
 };
 
 static_assert(offsetof(block_q2_K, d) == 80 && offsetof(block_q2_K, dmin) == 82);

@@ -10,7 +10,7 @@
 
 namespace minfer::quant {
 
-// Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, Q8_K, IQ4_NL (the
+// Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, Q8_K, IQ4_NL, IQ4_XS (the
 // types whose TypeTraits say has_dequant / has_quant), plus Q8_1, an activation format that
 // TypeTraits marks unsupported because no weight may use it.
 bool can_dequantize(GgmlType t);

@@ -23,6 +23,7 @@ void quantize_q5_K(const float* x, block_q5_K* y, int64_t k, const float* qw);
 void quantize_q6_K(const float* x, block_q6_K* y, int64_t k, const float* qw);
 void quantize_q8_K(const float* x, block_q8_K* y, int64_t k);
 void quantize_iq4_nl(const float* x, block_iq4_nl* y, int64_t k, const float* qw);
+void quantize_iq4_xs(const float* x, block_iq4_xs* y, int64_t k, const float* qw);
 
 void dequantize_q4_0(const block_q4_0* x, float* y, int64_t k);
 void dequantize_q4_1(const block_q4_1* x, float* y, int64_t k);
@@ -37,5 +38,6 @@ void dequantize_q5_K(const block_q5_K* x, float* y, int64_t k);
 void dequantize_q6_K(const block_q6_K* x, float* y, int64_t k);
 void dequantize_q8_K(const block_q8_K* x, float* y, int64_t k);
 void dequantize_iq4_nl(const block_iq4_nl* x, float* y, int64_t k);
+void dequantize_iq4_xs(const block_iq4_xs* x, float* y, int64_t k);
 
 }  // namespace minfer::quant::ref

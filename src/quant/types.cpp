@@ -35,7 +35,7 @@ constexpr Entry kTable[] = {
     {20, {"IQ4_NL", 32, 18, true, true, true}},
     {21, {"IQ3_S", 256, 110, true, false, false}},
     {22, {"IQ2_S", 256, 82, true, false, false}},
-    {23, {"IQ4_XS", 256, 136, true, false, false}},
+    {23, {"IQ4_XS", 256, 136, true, true, true}},
     {24, {"I8", 1, 1, false, false, false}},
     {25, {"I16", 1, 2, false, false, false}},
     {26, {"I32", 1, 4, false, false, false}},

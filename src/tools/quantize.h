@@ -27,7 +27,7 @@ struct QuantizeReport {
 using ProgressFn = std::function<void(int done, int total, const std::string& name)>;
 
 // ftype_name: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, Q3_K_M, Q3_K_L,
-// Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL (case-insensitive). n_threads <= 0: all
+// Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS (case-insensitive). n_threads <= 0: all
 // cores. Throws minfer::Error naming the file/tensor on any failure; `out` is only
 // replaced when everything succeeded.
 QuantizeReport quantize_model(const std::string& in, const std::string& out,

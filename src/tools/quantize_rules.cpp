@@ -20,6 +20,7 @@ constexpr Ftype kFtypes[] = {
     {"Q4_K_S", 14, GgmlType::Q4_K}, {"Q4_K_M", 15, GgmlType::Q4_K},
     {"Q5_K_S", 16, GgmlType::Q5_K}, {"Q5_K_M", 17, GgmlType::Q5_K},
     {"Q6_K", 18, GgmlType::Q6_K},   {"IQ4_NL", 25, GgmlType::IQ4_NL},
+    {"IQ4_XS", 30, GgmlType::IQ4_XS},
     {"Q3_K", 12, GgmlType::Q3_K},   {"Q4_K", 15, GgmlType::Q4_K},
     {"Q5_K", 17, GgmlType::Q5_K},
 };
@@ -33,6 +34,7 @@ enum Ft : uint32_t {
   kQ4_K_M = 15,
   kQ5_K_M = 17,
   kIQ4_NL = 25,
+  kIQ4_XS = 30,
 };
 
 bool iequal(std::string_view a, std::string_view b) {
@@ -130,6 +132,7 @@ GgmlType TypePlanner::choose(const std::string& name, const std::array<int64_t, 
   switch (t) {
     case GgmlType::Q2_K:
     case GgmlType::Q3_K:
+    case GgmlType::IQ4_XS:
       t = GgmlType::IQ4_NL;
       break;
     case GgmlType::Q4_K:
@@ -155,6 +158,7 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
   const bool falcon = shape_.arch == "falcon";
   const int n_gqa = shape_.n_head_kv > 0 ? shape_.n_head / shape_.n_head_kv : 0;
   GgmlType t = ftype_.default_type;
+  const bool iq4 = ft == kIQ4_NL || ft == kIQ4_XS;  // the two share every rule
 
   // ffn_* counters stand for the layer index, except with experts, whose tensors are not
   // in layer order: there the layer comes from the name.
@@ -182,7 +186,7 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
       t = i_attention_wv_ < 2 ? GgmlType::Q5_K : GgmlType::Q4_K;
     else if (ft == kQ3_K_L)
       t = GgmlType::Q5_K;
-    else if (ft == kIQ4_NL && n_gqa >= 4)
+    else if (iq4 && n_gqa >= 4)
       t = GgmlType::Q5_K;
     else if ((ft == kQ4_K_M || ft == kQ5_K_M) &&
              use_more_bits(i_attention_wv_, shape_.n_attention_wv))
@@ -212,7 +216,7 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
                                               : GgmlType::Q4_K;
       else if (use_more_bits(i_layer, n_layer))
         t = GgmlType::Q6_K;
-    } else if (i_layer < n_layer / 8 && ft == kIQ4_NL) {  // (no imatrix support here)
+    } else if (i_layer < n_layer / 8 && iq4) {  // (no imatrix support here)
       t = GgmlType::Q5_K;
     } else if (ft == kQ5_K_M && use_more_bits(i_layer, n_layer)) {
       t = GgmlType::Q6_K;
@@ -223,7 +227,7 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
   } else if (contains(name, "attn_output.weight")) {
     if (!falcon) {
       if (shape_.n_expert == 8) {
-        if (ft == kQ2_K || ft == kQ3_K_S || ft == kQ3_K_M || ft == kIQ4_NL || ft == kQ4_K_S ||
+        if (ft == kQ2_K || ft == kQ3_K_S || ft == kQ3_K_M || iq4 || ft == kQ4_K_S ||
             ft == kQ4_K_M)
           t = GgmlType::Q5_K;
       } else {

@@ -65,6 +65,7 @@ inline std::vector<uint8_t> random_weights(GgmlType t, int64_t rows, int64_t col
     case GgmlType::Q4_K: each((block_q4_K*)p, [&](auto& b) { b.d = dpos(); b.dmin = dpos(); }); break;
     case GgmlType::Q5_K: each((block_q5_K*)p, [&](auto& b) { b.d = dpos(); b.dmin = dpos(); }); break;
     case GgmlType::Q6_K: each((block_q6_K*)p, [&](auto& b) { b.d = d(); }); break;
+    case GgmlType::IQ4_XS: each((block_iq4_xs*)p, [&](auto& b) { b.d = d(); }); break;
     default: break;
   }
   return buf;
@@ -75,7 +76,7 @@ inline const std::vector<GgmlType>& matmul_types() {
   static const std::vector<GgmlType> v = {
       GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
       GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
-      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL};
+      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
   return v;
 }
 

@@ -36,7 +36,8 @@ GgmlType expected_vec_dot_type(GgmlType w) {
     case GgmlType::Q3_K:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return GgmlType::Q8_K;
+    case GgmlType::Q6_K:
+    case GgmlType::IQ4_XS: return GgmlType::Q8_K;
     default: return GgmlType::Q8_0;
   }
 }
@@ -216,9 +217,11 @@ namespace {
 // The K-quant SIMD tiles sum integers per super-block and then take the scalar kernel's float
 // steps in the same order: their results must be bit-identical, not merely close.
 TEST(MatmulIsa, KQuantFastPathsAreBitIdenticalToScalar) {
-  // 1 token: the decode GEMV; 6: VNNI tiles; 35: two 16-token AMX tiles (on AMX) and a tail.
-  for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
-   for (int64_t nt : {1, 6, 35}) {
+  // 1 token: the decode GEMV; 2: the 256-bit tiles; 6: VNNI tiles; 35: two 16-token AMX tiles
+  // (on AMX) and a tail.
+  for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                     GgmlType::IQ4_XS})
+   for (int64_t nt : {1, 2, 6, 35}) {
     std::mt19937 rng(21);
     const int64_t rows = 19, cols = 768;
     const auto wbuf = random_weights(t, rows, cols, rng);
@@ -279,6 +282,35 @@ TEST(MatmulIsa, KQuantLargestSumsAreBitIdenticalToScalar) {
             EXPECT_EQ(got, ref) << type_name(t) << " sign " << sign << " nt " << nt << " on "
                                 << isa_name(isa) << (p ? " (packed)" : "");
           }
+        }
+        reset_isa();
+      }
+}
+
+// IQ4_XS at its largest integer sums: every value -127 (nibble 0) with scale -32, or 113
+// (nibble 15) with scale 31, against activations of one sign (Q8_K: 127 in magnitude). The
+// 256-bit tiles' sign-form pair sums reach 2 x 127 x 127, the AVX-512 kernels' offset-form lanes
+// 8 x 241 x 127 before their scale.
+TEST(MatmulIsa, IQ4XSLargestSumsAreBitIdenticalToScalar) {
+  const GgmlType t = GgmlType::IQ4_XS;
+  for (uint8_t fill : {uint8_t(0x00), uint8_t(0xFF)})
+    for (float sign : {1.0f, -1.0f})
+      for (int64_t nt : {1, 2, 8, 35}) {
+        const int64_t rows = 35, cols = 512;
+        const size_t rs = row_size(t, cols);
+        std::vector<uint8_t> wbuf(rs * size_t(rows), fill);
+        for (size_t b = 0; b < wbuf.size() / 136; ++b) wbuf[b * 136] = 0x00, wbuf[b * 136 + 1] = 0x3C;  // d = 1
+        std::vector<float> x(size_t(nt * cols));
+        for (size_t i = 0; i < x.size(); ++i) x[i] = sign * (0.75f + 0.25f * float(i % 7 == 0));
+        WeightView w{t, wbuf.data(), rows, cols, rs};
+        std::vector<float> ref(size_t(rows * nt)), got(ref.size());
+        force_isa(Isa::Scalar);
+        matmul(w, x.data(), nt, ref.data(), nullptr);
+        for (Isa isa : supported_isas()) {
+          force_isa(isa);
+          std::fill(got.begin(), got.end(), 0.0f);
+          matmul(w, x.data(), nt, got.data(), nullptr);
+          EXPECT_EQ(got, ref) << "fill " << int(fill) << " sign " << sign << " nt " << nt << " on " << isa_name(isa);
         }
         reset_isa();
       }

@@ -1,8 +1,11 @@
 // Hand-derived known answers: block bytes built by hand -> expected floats, and small
-// vectors whose quantization can be worked out on paper (scales that are exact in f16).
+// vectors whose quantization can be worked out on paper (scales that are exact in f16); and,
+// for the search-based IQ4_XS quantizer, the bytes ggml itself wrote for a fixed input.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/error.h"
@@ -48,6 +51,7 @@ TEST(QuantKnown, BlockSizesMatchTypeTable) {
   EXPECT_EQ(type_traits(GgmlType::Q6_K).type_size, sizeof(block_q6_K));
   EXPECT_EQ(type_traits(GgmlType::Q8_K).type_size, sizeof(block_q8_K));
   EXPECT_EQ(type_traits(GgmlType::IQ4_NL).type_size, sizeof(block_iq4_nl));
+  EXPECT_EQ(type_traits(GgmlType::IQ4_XS).type_size, sizeof(block_iq4_xs));
 }
 
 TEST(QuantKnown, TableFlagsMatchImplementation) {
@@ -236,6 +240,62 @@ TEST(QuantKnown, DequantIQ4_NL) {
     EXPECT_EQ(y[j], 2.0f * table[j]);
     EXPECT_EQ(y[j + 16], 2.0f * table[15 - j]);
   }
+}
+
+TEST(QuantKnown, DequantIQ4_XS) {
+  // Block scales ls = 0, 1, 31, 32, 33, 47, 62, 63 (value ls - 32): 4 low bits in scales_l
+  // (even blocks low nibble), 2 high bits at 2 x ib in scales_h.
+  auto b = zeroed<block_iq4_xs>();
+  b.d = kHalf;
+  const int ls[8] = {0, 1, 31, 32, 33, 47, 62, 63};
+  for (int ib = 0; ib < 8; ++ib) {
+    b.scales_l[ib / 2] = uint8_t(b.scales_l[ib / 2] | ((ls[ib] & 0xF) << (4 * (ib % 2))));
+    b.scales_h = uint16_t(b.scales_h | ((ls[ib] >> 4) << (2 * ib)));
+    for (int j = 0; j < 16; ++j) b.qs[16 * ib + j] = uint8_t(((j + ib) & 15) | ((15 - j) << 4));
+  }
+  auto y = deq(GgmlType::IQ4_XS, &b, 256);
+  for (int ib = 0; ib < 8; ++ib)
+    for (int j = 0; j < 16; ++j) {
+      EXPECT_EQ(y[32 * ib + j], 0.5f * float(ls[ib] - 32) * kvalues_iq4nl[(j + ib) & 15]) << ib << " " << j;
+      EXPECT_EQ(y[32 * ib + 16 + j], 0.5f * float(ls[ib] - 32) * kvalues_iq4nl[15 - j]) << ib << " " << j;
+    }
+}
+
+// The bytes llama.cpp's ggml (release v0.4.0's libggml-base, ggml_quantize_chunk) wrote for
+// two super-blocks of exact values (a zero block, an outlier, a block 1024x smaller), without
+// and with an importance matrix.
+TEST(QuantKnown, IQ4_XSMatchesGgmlBytes) {
+  std::vector<float> x(512), qw(512);
+  for (int i = 0; i < 512; ++i) {
+    float v = float((i * 37) % 101 - 50) / 16.0f;
+    if (i >= 64 && i < 96) v = 0.0f;
+    if (i == 300) v = 40.0f;
+    if (i >= 448) v /= 1024.0f;
+    x[size_t(i)] = v;
+    qw[size_t(i)] = 1.0f + float(i % 5) / 4.0f;
+  }
+  auto hex = [](const uint8_t* p, size_t n) {
+    std::string s;
+    for (size_t i = 0; i < n; ++i) s += fmt::format("{:02x}", p[i]);
+    return s;
+  };
+  block_iq4_xs b[2];
+  quantize_row(GgmlType::IQ4_XS, x.data(), b, 512);
+  EXPECT_EQ(hex(reinterpret_cast<const uint8_t*>(b), sizeof(b)),
+            "ab922ccfe020fff2e035acf157ce1369df249be136adf258630fc942fea721ec751fda530eb842fd8888888888888888"
+            "88888888888888880269df138be035adf147ce1269df249b31ec8520db641fb942fda731ec751fda8520db641fc942fe"
+            "a731ec851fda630e259cf147be0269df138be035adf147ce1fc952fea731ec8520db641fb942fda70a2151a60ddde200"
+            "53fda842ec8621db641eb953eda732dc88779888778888798887988870988879ec9631db742eb953fda742ec8621ca64"
+            "31db752ec953fda842ec8621db641eb99cf035be0158df027bff14adf036ce01db520fb830fe9510ec630fda41ffb720"
+            "8888888888888888888888888888888888888888888888888888888888888888");
+  quantize_row(GgmlType::IQ4_XS, x.data(), b, 512, qw.data());
+  EXPECT_EQ(hex(reinterpret_cast<const uint8_t*>(b), sizeof(b)),
+            "a59220cf2020fef2e035acf157ce1369df249be136adf258acf147ce0269df248be036adf158ce138888888888888888"
+            "88888888888888880269df138be035adf147ce1269df249b31ed8520db630fc942fea721ec751fda8520db641fc942fe"
+            "a731ec851fda630e259cf147be0269df138be035adf147ce1fc952fea731ec8520db631fb942fda7032191a60d2de300"
+            "53fda842ec8621db641eb953eda732dc88779888778888798887988870988879ec9631db742eb953fda742ec8621ca64"
+            "ff139cf036ce0158ef027bff24adf0379be146ac1268ce247adf359be247bd13db520fb830fe9510ec630fda41ffb720"
+            "8888888888888888888888888888888888888888888888888888888888888888");
 }
 
 TEST(QuantKnown, DequantHalfTypes) {

@@ -124,6 +124,7 @@ double bound_for(GgmlType t) {
     case GgmlType::Q2_K:
       return 0.35;
     case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS:
       return 0.09;
     default:
       return 0.5;
@@ -276,14 +277,16 @@ TEST_F(QuantizeTool, LegacyAndFloatMixes) {
                  p("out.gguf"));
     expect_close(p("out.gguf"), v);
   }
-  tools::quantize_model(p("in.gguf"), p("out.gguf"), "IQ4_NL", 2);
-  expect_types(expected(k8, GgmlType::IQ4_NL, GgmlType::Q6_K,
-                        [](int i, const std::string& n) {
-                          if (n == "attn_v" || (n == "ffn_down" && i < 1)) return GgmlType::Q5_K;
-                          return GgmlType::IQ4_NL;
-                        }),
-               p("out.gguf"));
-  expect_close(p("out.gguf"), v);
+  for (const GgmlType t : {GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {  // (IQ4_XS: the same rules)
+    tools::quantize_model(p("in.gguf"), p("out.gguf"), std::string(type_name(t)), 2);
+    expect_types(expected(k8, t, GgmlType::Q6_K,
+                          [t](int i, const std::string& n) {
+                            if (n == "attn_v" || (n == "ffn_down" && i < 1)) return GgmlType::Q5_K;
+                            return t;
+                          }),
+                 p("out.gguf"));
+    expect_close(p("out.gguf"), v);
+  }
   for (const char* ft : {"F16", "BF16"}) {
     tools::quantize_model(p("in.gguf"), p("out.gguf"), ft, 2);
     const GgmlType t = *type_from_name(ft);
@@ -321,6 +324,14 @@ TEST_F(QuantizeTool, Width896FallsBack) {
   EXPECT_EQ(got.at("blk.3.attn_v.weight"), GgmlType::Q5_0);    // Q4_K -> Q5_0
   EXPECT_EQ(got.at("blk.1.ffn_down.weight"), GgmlType::Q4_K);  // 512-wide rows fit
   EXPECT_GT(r2.n_fallback, 0);
+
+  // IQ4_XS's 256-blocks fall back to IQ4_NL, as llama-quantize's do.
+  tools::quantize_model(p("in.gguf"), p("xs.gguf"), "IQ4_XS", 2);
+  const auto xs = types_of(p("xs.gguf"));
+  EXPECT_EQ(xs.at("token_embd.weight"), GgmlType::IQ4_NL);
+  EXPECT_EQ(xs.at("blk.1.attn_q.weight"), GgmlType::IQ4_NL);
+  EXPECT_EQ(xs.at("blk.1.ffn_down.weight"), GgmlType::IQ4_XS);  // 512-wide rows fit
+  expect_close(p("xs.gguf"), v);
 }
 
 TEST_F(QuantizeTool, BadInputsAreErrors) {

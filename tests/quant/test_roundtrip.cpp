@@ -29,7 +29,7 @@ const Bound kBounds[] = {
     {GgmlType::Q6_K, 0.0205}, {GgmlType::Q5_1, 0.044},   {GgmlType::Q5_0, 0.049},
     {GgmlType::Q5_K, 0.042},  {GgmlType::Q4_1, 0.090},   {GgmlType::Q4_0, 0.099},
     {GgmlType::Q4_K, 0.082},  {GgmlType::IQ4_NL, 0.088}, {GgmlType::Q3_K, 0.174},
-    {GgmlType::Q2_K, 0.342},
+    {GgmlType::Q2_K, 0.342},  {GgmlType::IQ4_XS, 0.088},
 };
 
 std::vector<float> normal(size_t n, uint32_t seed, float sigma = 1.0f) {
@@ -231,7 +231,8 @@ TEST(QuantImatrix, ImportantColumnsGetSmallerErrors) {
   for (int64_t i = 0; i < n; ++i) imatrix[size_t(i)] = i % 2 == 0 ? 100.0f : 1.0f;
   for (GgmlType t :
        {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K,
-        GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL}) {
+        GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL,
+        GgmlType::IQ4_XS}) {
     const auto plain = round_trip(t, x, n);
     const auto weighted = round_trip(t, x, n, imatrix.data());
     double e_plain = 0, e_weighted = 0;

@@ -47,7 +47,8 @@ GgmlType vec_dot_type(GgmlType w) {
     case GgmlType::Q3_K:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
-    case GgmlType::Q6_K: return GgmlType::Q8_K;
+    case GgmlType::Q6_K:
+    case GgmlType::IQ4_XS: return GgmlType::Q8_K;
     default: fail("cpu: no matmul kernel for weight type {}", type_name(w));
   }
 }

@@ -201,6 +201,25 @@ float dot_q45_K(int64_t n, const Block* w, const block_q8_K* x) {
   return s;
 }
 
+// IQ4_XS: 8 blocks of 32, each kvalues_iq4nl[q] with a signed 6-bit scale; integer sums per
+// super-block (the scales applied as integers, as ggml's x86 kernels do), one float step.
+float dot_iq4_xs(int64_t n, const block_iq4_xs* w, const block_q8_K* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    int isum = 0;
+    for (int ib = 0; ib < QK_K / 32; ++ib) {
+      const uint8_t* qs = w[b].qs + 16 * ib;
+      const int8_t* q8 = x[b].qs + 32 * ib;
+      int isuml = 0;
+      for (int j = 0; j < 16; ++j)
+        isuml += kvalues_iq4nl[qs[j] & 0x0F] * q8[j] + kvalues_iq4nl[qs[j] >> 4] * q8[j + 16];
+      isum += iq4_xs_scale(w[b], ib) * isuml;
+    }
+    s += (h2f(w[b].d) * x[b].d) * float(isum);
+  }
+  return s;
+}
+
 float dot_q6_K(int64_t n, const block_q6_K* w, const block_q8_K* x) {
   float s = 0.0f;
   for (int64_t b = 0; b < n / QK_K; ++b) {
@@ -307,6 +326,7 @@ float vec_dot_scalar(GgmlType t, int64_t n, const void* w, const void* x) {
     case GgmlType::Q4_K: return dot_q45_K<false>(n, (const block_q4_K*)w, (const block_q8_K*)x);
     case GgmlType::Q5_K: return dot_q45_K<true>(n, (const block_q5_K*)w, (const block_q8_K*)x);
     case GgmlType::Q6_K: return dot_q6_K(n, (const block_q6_K*)w, (const block_q8_K*)x);
+    case GgmlType::IQ4_XS: return dot_iq4_xs(n, (const block_iq4_xs*)w, (const block_q8_K*)x);
     default: fail("cpu: no dot product for weight type {}", type_name(t));
   }
 }

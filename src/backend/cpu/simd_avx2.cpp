@@ -49,6 +49,7 @@ DotTileFn dot_tile_avx2(GgmlType t) {
     case GgmlType::Q4_K: return q45k_tiles<false>;
     case GgmlType::Q5_K: return q45k_tiles<true>;
     case GgmlType::Q6_K: return q6k_tiles;
+    case GgmlType::IQ4_XS: return iq4xs_tiles;
     default: return nullptr;
   }
 }

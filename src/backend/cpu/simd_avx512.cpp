@@ -298,11 +298,28 @@ struct Q6KPanel {
 struct Q2KPanel {
   static constexpr size_t kBlock = kQuantBytes + 24 * 64 + 2 * 64;  // quants, sc[16], mins[8], d, dmin
 };
+// kvalues_iq4nl + 128 (1..241), the unsigned form vpdpbusd multiplies.
+struct Iq4Table {
+  alignas(16) uint8_t v[16];
+  constexpr Iq4Table() : v{} {
+    for (int i = 0; i < 16; ++i) v[i] = uint8_t(quant::kvalues_iq4nl[i] + 128);
+  }
+};
+constexpr Iq4Table kIq4Offset128;
+
+// IQ4_XS: 8 sub-blocks of 32 (Q4_K's shape), quants kvalues_iq4nl[q] + 128 (unsigned for
+// vpdpbusd; Q8KSums::iq4c takes the 128 back), the scales less 32, no mins.
+struct IQ4XSPanel {
+  static constexpr size_t kBlock = kQuantBytes + 8 * 64 + 64;  // quants, sc[8], d
+};
 // The panels with 16 sub-blocks of 16 columns, and where a panel's d and dmin are (float slots).
 template <class K>
 constexpr bool kSub16 = std::is_same_v<K, Q6KPanel> || std::is_same_v<K, Q2KPanel>;
 template <class K>
-constexpr int kDSlot = std::is_same_v<K, Q2KPanel> ? 24 : 16;
+constexpr int kDSlot = std::is_same_v<K, Q2KPanel> ? 24 : std::is_same_v<K, IQ4XSPanel> ? 8 : 16;
+// The panels whose quants carry an offset (taken back per sub-block from Q8KSums) and no mins.
+template <class K>
+constexpr bool kOffsetPanel = std::is_same_v<K, Q6KPanel> || std::is_same_v<K, IQ4XSPanel>;
 
 // sum over i of a[i] * b[i], 16 int16 each (a super-block's scales or mins against its bsums).
 inline int dot16_epi16(__m256i a, __m256i b) { return hsum_i32(_mm256_madd_epi16(a, b)); }
@@ -339,7 +356,19 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
       continue;
     }
     const uint8_t* wb;
-    if constexpr (std::is_same_v<K, Q2KPanel>) {
+    if constexpr (std::is_same_v<K, IQ4XSPanel>) {
+      wb = w + size_t(r) * ws + b * 136;
+      const auto* blk = reinterpret_cast<const quant::block_iq4_xs*>(wb);
+      const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kIq4Offset128.v));
+      for (int j = 0; j < 8; ++j) {
+        const __m128i v = _mm_loadu_si128((const __m128i*)(wb + 8 + 16 * j));
+        const __m256i nib = _mm256_and_si256(
+            _mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0F));  // columns 0-15 | 16-31
+        _mm256_store_si256((__m256i*)(q + 32 * j), _mm256_shuffle_epi8(table, nib));
+        sc[16 * j + r] = quant::iq4_xs_scale(*blk, j);
+      }
+      reinterpret_cast<float*>(pb + kQuantBytes + 8 * 64)[r] = f16(wb);
+    } else if constexpr (std::is_same_v<K, Q2KPanel>) {
       // scales[16] (scale | min << 4), qs[64] (column 128k + 32j + l: bits 2j of qs[32k + l]), d, dmin
       wb = w + size_t(r) * ws + b * 84;
       const __m256i m2 = _mm256_set1_epi8(0x03);
@@ -400,7 +429,7 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
 template <class K, int T>
 inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t xs,
                     const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
-  constexpr bool kQ6 = std::is_same_v<K, Q6KPanel>, k16 = kSub16<K>;
+  constexpr bool kOff = kOffsetPanel<K>, k16 = kSub16<K>;
   alignas(64) float accm[T * 16];
   for (int t = 0; t < T; ++t) _mm512_store_ps(accm + 16 * t, _mm512_setzero_ps());
   const uint8_t* x0 = x + size_t(t0) * xs + 4;
@@ -422,12 +451,14 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
     // reach 16 x 31 x 128 and keep vpmulld.
     constexpr bool kHalves = std::is_same_v<K, KQ4>;
     for (int j = 0; j < kSub; ++j) {
-      // q6_K's quants are stored + 32: start from -32 * sum(x) of the sub-block.
+      // q6_K's quants are stored + 32, iq4_xs's + 128: start from -32 (-128) x sum(x) of the
+      // sub-block.
       __m512i s[T], h[T];  // h: Q4_K's second half
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        s[t] = kQ6 ? _mm512_set1_epi32(prep[size_t(t0 + t) * size_t(nsb) + size_t(b)].q6c[j])
-                   : _mm512_setzero_si512();
+        const Q8KSums& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
+        s[t] = !kOff ? _mm512_setzero_si512()
+                     : _mm512_set1_epi32(std::is_same_v<K, IQ4XSPanel> ? pr.iq4c[j] : pr.q6c[j]);
         if constexpr (kHalves) h[t] = _mm512_setzero_si512();
       }
 #pragma GCC unroll 8
@@ -454,7 +485,7 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
       const Q8KSums& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
       const __m512 xd = _mm512_set1_ps(pr.d);
       __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum[t]));
-      if constexpr (!kQ6) {
+      if constexpr (!kOff) {
         // The mins: Q4_K/Q5_K's 8 against the 32-column sums' pairs, Q2_K's 16 against bsum16.
         constexpr bool kQ2 = std::is_same_v<K, Q2KPanel>;
         __m512i summs = _mm512_setzero_si512();
@@ -772,6 +803,79 @@ inline float q2k_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
   return s;
 }
 
+// iq4_xs (d, scales_h, scales_l[4], qs[128]), one token: the 64 bytes of qs of blocks 4k..4k+3
+// hold in 128-bit lane i the nibbles of block 4k + i (low: its columns 0-15, high: 16-31); the
+// token's quants are rearranged once per call to match, with -128 x the block's sum in the
+// first int32 of each lane (the values are looked up + 128 for vpdpbusd). The lanes' sums times
+// the blocks' scales (int32: up to 8 x 241 x 127 a lane) add up to dot_iq4_xs's integers.
+struct Iq4GemvAct {
+  __m512i lo[2], hi[2], c[2];
+};
+
+inline void iq4xs_gemv_prep(const uint8_t* xb, Iq4GemvAct* a) {
+  const __m512i* q = reinterpret_cast<const __m512i*>(xb + 4);
+  for (int k = 0; k < 2; ++k) {
+    const __m512i z0 = _mm512_loadu_si512(q + 2 * k), z1 = _mm512_loadu_si512(q + 2 * k + 1);
+    a->lo[k] = _mm512_shuffle_i64x2(z0, z1, 0x88);  // 128-bit lanes 0, 2 of z0, then of z1
+    a->hi[k] = _mm512_shuffle_i64x2(z0, z1, 0xDD);  // lanes 1, 3
+    alignas(64) int32_t c[16] = {};
+    for (int i = 0; i < 4; ++i) {
+      const int j = 4 * k + i;
+      c[4 * i] = -128 * (q8k_bsum(xb, 2 * j) + q8k_bsum(xb, 2 * j + 1));
+    }
+    a->c[k] = _mm512_load_si512(c);
+  }
+}
+
+inline float iq4xs_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x, const Iq4GemvAct* act) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i*)kIq4Offset128.v));
+  // int32 lane l of half k takes block j = 4k + l / 4: its 4 low scale bits at bit 4j of
+  // scales_l, its 2 high ones at bit 2j of scales_h.
+  __m512i shl[2], shh[2];
+  for (int k = 0; k < 2; ++k) {
+    alignas(64) int32_t a[16], b[16];
+    for (int l = 0; l < 16; ++l) {
+      a[l] = 4 * (4 * k + l / 4);
+      b[l] = 2 * (4 * k + l / 4);
+    }
+    shl[k] = _mm512_load_si512(a);
+    shh[k] = _mm512_load_si512(b);
+  }
+  float s = 0.0f;
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* wb = wr + b * 136;
+    const uint8_t* xb = x + b * kQ8KBytes;
+    for (int l = 0; l < 136; l += 64) _mm_prefetch((const char*)(wb + kKqAhead + l), _MM_HINT_T2);
+    uint32_t sl, sh16 = 0;
+    __builtin_memcpy(&sl, wb + 4, 4);
+    __builtin_memcpy(&sh16, wb + 2, 2);
+    const __m512i vsl = _mm512_set1_epi32(int(sl)), vsh = _mm512_set1_epi32(int(sh16));
+    const Iq4GemvAct& a = act[b];
+    __m512i isum = _mm512_setzero_si512();
+    for (int k = 0; k < 2; ++k) {
+      const __m512i v = _mm512_loadu_si512(wb + 8 + 64 * k);
+      const __m512i lo = _mm512_shuffle_epi8(table, _mm512_and_si512(v, m4));
+      const __m512i hi = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+      const __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(a.c[k], lo, a.lo[k]), hi, a.hi[k]);
+      const __m512i sc = _mm512_sub_epi32(
+          _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi32(vsl, shl[k]), _mm512_set1_epi32(0xF)),
+                          _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(vsh, shh[k]), _mm512_set1_epi32(3)), 4)),
+          _mm512_set1_epi32(32));
+      isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(sums, sc));
+    }
+    s += (f16(wb) * q8k_d(xb)) * float(_mm512_reduce_add_epi32(isum));
+  }
+  return s;
+}
+
+void iq4xs_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, float* y) {
+  const int64_t nsb = n / 256;
+  auto* act = reinterpret_cast<Iq4GemvAct*>(scratch(0, size_t(nsb) * sizeof(Iq4GemvAct)));
+  for (int64_t b = 0; b < nsb; ++b) iq4xs_gemv_prep(x + b * kQ8KBytes, act + b);
+  for (int64_t r = 0; r < nr; ++r) y[r] = iq4xs_gemv_row(w + size_t(r) * ws, nsb, x, act);
+}
+
 template <class K>
 void kq_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, float* y) {
   const int64_t nsb = n / 256;
@@ -786,6 +890,8 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
   if (nt == 1) {
     if constexpr (std::is_same_v<K, Q2KPanel>)
       for (int64_t r = 0; r < nr; ++r) y[r] = q2k_gemv_row(w + size_t(r) * ws, n / 256, x);
+    else if constexpr (std::is_same_v<K, IQ4XSPanel>)
+      iq4xs_gemv(n, w, ws, nr, x, y);
     else if constexpr (std::is_same_v<K, Q6KPanel>)
       for (int64_t r = 0; r < nr; ++r)
         y[r] = type == GgmlType::Q3_K ? q3k_gemv_row(w + size_t(r) * ws, n / 256, x)
@@ -807,7 +913,8 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
   // shared with the VNNI path.
   // Q6_K's 16-column sub-blocks halve the tile products and double the scale work: measured
   // slower than VNNI (98 vs 110 GMAC/s on one core), so only Q4_K/Q5_K take AMX.
-  const bool amx = !kSub16<K> && nt >= 16 && active_isa() >= Isa::Amx;
+  constexpr bool kAmxPanel = std::is_same_v<K, KQ4> || std::is_same_v<K, KQ5>;
+  const bool amx = kAmxPanel && nt >= 16 && active_isa() >= Isa::Amx;
   if (amx) kq_amx_begin<K>();
   for (int64_t r0 = 0; r0 < nr; r0 += kPanel) {
     const int64_t pr = nr - r0 < kPanel ? nr - r0 : kPanel;
@@ -816,7 +923,8 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
     const __mmask16 rows = __mmask16((1u << pr) - 1u);
     int64_t t0 = 0;
     if (amx)
-      for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
+      if constexpr (kAmxPanel)
+        for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
     for (; t0 + 8 <= nt; t0 += 8) kq_tile<K, 8>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
     for (; t0 + 4 <= nt; t0 += 4) kq_tile<K, 4>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
     for (; t0 < nt; ++t0) kq_tile<K, 1>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
@@ -1220,6 +1328,7 @@ DotTileFn dot_tile_avx512(GgmlType t) {
     case GgmlType::Q6_K: return kq_gemm<Q6KPanel>;
     case GgmlType::Q3_K: return kq_gemm<Q6KPanel>;  // prompts on Q6_K's panels, decode q3k_gemv_row
     case GgmlType::Q2_K: return kq_gemm<Q2KPanel>;  // decode q2k_gemv_row
+    case GgmlType::IQ4_XS: return kq_gemm<IQ4XSPanel>;  // decode iq4xs_gemv
     default: return nullptr;
   }
 }

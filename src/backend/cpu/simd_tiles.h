@@ -371,6 +371,39 @@ inline void q6k_tile(const Tile& a, int64_t r, int64_t t0) {
   for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = s[t];
 }
 
+// iq4_xs (block: d, scales_h, scales_l[4], qs[128]): per block of 32, IQ4_NL's nibbles looked
+// up in kvalues_iq4nl (signed, to 127 in magnitude: sign form, as q8_tile's, since maddubs' pair
+// sums of the values + 128 would saturate), times the block's scale less 32 in the madd.
+template <int T>
+inline void iq4xs_tile(const Tile& a, int64_t r, int64_t t0) {
+  const uint8_t* wr = a.w + size_t(r) * a.ws;
+  float s[T];
+  for (int t = 0; t < T; ++t) s[t] = 0.0f;
+  for (int64_t b = 0; b < a.n / 256; ++b) {
+    const uint8_t* wb = wr + b * 136;
+    const quant::block_iq4_xs* blk = reinterpret_cast<const quant::block_iq4_xs*>(wb);
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const __m256i q = DecIQ4NL::q(wb + 6 + 16 * j);  // (q() reads its block's nibbles at + 2)
+      const __m256i aq = _mm256_sign_epi8(q, q);
+      const __m256i scv = _mm256_set1_epi16(short(quant::iq4_xs_scale(*blk, j)));
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
+        const __m256i x8 = _mm256_loadu_si256((const __m256i*)(q8k_qs(xb) + 32 * j));
+        isum[t] = _mm256_add_epi32(isum[t],
+                                   _mm256_madd_epi16(_mm256_maddubs_epi16(aq, _mm256_sign_epi8(x8, q)), scv));
+      }
+    }
+    const float d = f16(wb);
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
+      s[t] += (d * q8k_d(xb)) * float(hsum_i32(isum[t]));
+    }
+  }
+  for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = s[t];
+}
+
 // q2_K (block: scales[16], qs[64], d, dmin): 2-bit planes, 16 sub-blocks of 16.
 template <int T>
 inline void q2k_tile(const Tile& a, int64_t r, int64_t t0) {
@@ -770,6 +803,8 @@ constexpr DotTileFn q2k_tiles =
     &run_tiles<RowK<q2k_tile<1>, q2k_tile<2>, q2k_tile<3>, q2k_tile<4>>, 1, 4>;
 constexpr DotTileFn q3k_tiles =
     &run_tiles<RowK<q3k_tile<1>, q3k_tile<2>, q3k_tile<3>, q3k_tile<4>>, 1, 4>;
+constexpr DotTileFn iq4xs_tiles =
+    &run_tiles<RowK<iq4xs_tile<1>, iq4xs_tile<2>, iq4xs_tile<3>, iq4xs_tile<4>>, 1, 4>;
 constexpr DotTileFn q6k_tiles =
     &run_tiles<RowK<q6k_tile<1>, q6k_tile<2>, q6k_tile<3>, q6k_tile<4>>, 1, 4>;
 
