@@ -132,6 +132,61 @@ struct block_iq4_xs {
 };
 static_assert(sizeof(block_iq4_xs) == 136);
 
+// The lattice i-quants (groups of 8 or 4 values from a fixed grid, quant/iq_grids.h, with sign
+// bits), super-blocks of 256. Only dequantization and dot products: ggml's quantizers for them
+// need an importance matrix and lattice searches that minfer does not implement.
+struct block_iq2_xxs {  // per 32: 4 grid indexes (8 bits), then 4 x 7 sign bits and a 4-bit scale
+  uint16_t d;
+  uint16_t qs[QK_K / 8];
+};
+static_assert(sizeof(block_iq2_xxs) == 66);
+struct block_iq2_xs {  // per 8: 9-bit grid index | 7 sign bits << 9; a 4-bit scale per 16
+  uint16_t d;
+  uint16_t qs[QK_K / 8];
+  uint8_t scales[QK_K / 32];
+};
+static_assert(sizeof(block_iq2_xs) == 74);
+struct block_iq2_s {  // per 8: grid index low 8 bits (qs) + 2 high bits (qh), a sign byte
+  uint16_t d;
+  uint8_t qs[QK_K / 4];  // 32 index bytes, then 32 sign bytes
+  uint8_t qh[QK_K / 32];
+  uint8_t scales[QK_K / 32];
+};
+static_assert(sizeof(block_iq2_s) == 82);
+struct block_iq3_xxs {  // per 4: an 8-bit grid index; per 32: 4 x 7 sign bits and a 4-bit scale
+  uint16_t d;
+  uint8_t qs[3 * QK_K / 8];
+};
+static_assert(sizeof(block_iq3_xxs) == 98);
+struct block_iq3_s {  // per 4: 9-bit grid index (qs + a qh bit); sign bytes; 4-bit scales per 32
+  uint16_t d;
+  uint8_t qs[QK_K / 4];
+  uint8_t qh[QK_K / 32];
+  uint8_t signs[QK_K / 8];
+  uint8_t scales[QK_K / 64];
+};
+static_assert(sizeof(block_iq3_s) == 110);
+struct block_iq1_s {  // per 8: 11-bit index into the {-1, 0, 1} grid; per 32: 3-bit scale, delta sign
+  uint16_t d;
+  uint8_t qs[QK_K / 8];
+  uint16_t qh[QK_K / 32];
+};
+static_assert(sizeof(block_iq1_s) == 50);
+struct block_iq1_m {  // as iq1_s with a delta sign per 8, 3-bit scales per 16; d in the scales' top nibbles
+  uint8_t qs[QK_K / 8];
+  uint8_t qh[QK_K / 16];
+  uint8_t scales[QK_K / 32];
+};
+static_assert(sizeof(block_iq1_m) == 56);
+inline constexpr float kIq1Delta = 0.125f;  // IQ1S_DELTA, IQ1M_DELTA
+
+// IQ1_M's f16 d: the top nibbles of its four 16-bit scale words.
+inline uint16_t iq1_m_d(const block_iq1_m& b) {
+  uint16_t sc[4];
+  __builtin_memcpy(sc, b.scales, 8);
+  return uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
+}
+
 inline constexpr int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                              1,    13,   25,  38,  53,  69,  89,  113};
 

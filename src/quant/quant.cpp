@@ -139,6 +139,14 @@ constexpr Codec kCodecs[] = {
      dequant<block_iq4_xs, ref::dequantize_iq4_xs>,
      {0, -1},
      65504.0f * 32 * 127},
+    // Dequantization only (quantize is nullptr): see block_iq2_xxs.
+    {GgmlType::IQ2_XXS, nullptr, dequant<block_iq2_xxs, ref::dequantize_iq2_xxs>, {0, -1}, 0},
+    {GgmlType::IQ2_XS, nullptr, dequant<block_iq2_xs, ref::dequantize_iq2_xs>, {0, -1}, 0},
+    {GgmlType::IQ2_S, nullptr, dequant<block_iq2_s, ref::dequantize_iq2_s>, {0, -1}, 0},
+    {GgmlType::IQ3_XXS, nullptr, dequant<block_iq3_xxs, ref::dequantize_iq3_xxs>, {0, -1}, 0},
+    {GgmlType::IQ3_S, nullptr, dequant<block_iq3_s, ref::dequantize_iq3_s>, {0, -1}, 0},
+    {GgmlType::IQ1_S, nullptr, dequant<block_iq1_s, ref::dequantize_iq1_s>, {0, -1}, 0},
+    {GgmlType::IQ1_M, nullptr, dequant<block_iq1_m, ref::dequantize_iq1_m>, {-1, -1}, 0},
 };
 
 static_assert(offsetof(block_q2_K, d) == 80 && offsetof(block_q2_K, dmin) == 82);
@@ -151,9 +159,9 @@ const Codec* find_codec(GgmlType t) {
   return nullptr;
 }
 
-const Codec& codec_or_fail(GgmlType t, const char* what) {
+const Codec& codec_or_fail(GgmlType t, const char* what, bool quantize) {
   const Codec* c = find_codec(t);
-  if (!c) fail("cannot {} type {}: not supported", what, type_name(t));
+  if (!c || (quantize && !c->quantize)) fail("cannot {} type {}: not supported", what, type_name(t));
   return *c;
 }
 
@@ -206,16 +214,19 @@ void check_input(const Codec& c, const float* src, int64_t n) {
 }  // namespace
 
 bool can_dequantize(GgmlType t) { return find_codec(t) != nullptr; }
-bool can_quantize(GgmlType t) { return find_codec(t) != nullptr; }
+bool can_quantize(GgmlType t) {
+  const Codec* c = find_codec(t);
+  return c && c->quantize;
+}
 
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
-  const Codec& c = codec_or_fail(t, "dequantize");
+  const Codec& c = codec_or_fail(t, "dequantize", false);
   check_length(t, n);
   c.dequantize(src, dst, n);
 }
 
 size_t quantize_row(GgmlType t, const float* src, void* dst, int64_t n, const float* imatrix) {
-  const Codec& c = codec_or_fail(t, "quantize to");
+  const Codec& c = codec_or_fail(t, "quantize to", true);
   check_length(t, n);
   // F32 keeps whatever it is given, as ggml does; everything else must start finite.
   if (t != GgmlType::F32) check_input(c, src, n);

@@ -39,5 +39,12 @@ void dequantize_q6_K(const block_q6_K* x, float* y, int64_t k);
 void dequantize_q8_K(const block_q8_K* x, float* y, int64_t k);
 void dequantize_iq4_nl(const block_iq4_nl* x, float* y, int64_t k);
 void dequantize_iq4_xs(const block_iq4_xs* x, float* y, int64_t k);
+void dequantize_iq2_xxs(const block_iq2_xxs* x, float* y, int64_t k);
+void dequantize_iq2_xs(const block_iq2_xs* x, float* y, int64_t k);
+void dequantize_iq2_s(const block_iq2_s* x, float* y, int64_t k);
+void dequantize_iq3_xxs(const block_iq3_xxs* x, float* y, int64_t k);
+void dequantize_iq3_s(const block_iq3_s* x, float* y, int64_t k);
+void dequantize_iq1_s(const block_iq1_s* x, float* y, int64_t k);
+void dequantize_iq1_m(const block_iq1_m* x, float* y, int64_t k);
 
 }  // namespace minfer::quant::ref

@@ -66,6 +66,21 @@ inline std::vector<uint8_t> random_weights(GgmlType t, int64_t rows, int64_t col
     case GgmlType::Q5_K: each((block_q5_K*)p, [&](auto& b) { b.d = dpos(); b.dmin = dpos(); }); break;
     case GgmlType::Q6_K: each((block_q6_K*)p, [&](auto& b) { b.d = d(); }); break;
     case GgmlType::IQ4_XS: each((block_iq4_xs*)p, [&](auto& b) { b.d = d(); }); break;
+    case GgmlType::IQ2_XXS: each((block_iq2_xxs*)p, [&](auto& b) { b.d = d(); }); break;
+    case GgmlType::IQ2_XS: each((block_iq2_xs*)p, [&](auto& b) { b.d = d(); }); break;
+    case GgmlType::IQ2_S: each((block_iq2_s*)p, [&](auto& b) { b.d = d(); }); break;
+    case GgmlType::IQ3_XXS: each((block_iq3_xxs*)p, [&](auto& b) { b.d = d(); }); break;
+    case GgmlType::IQ3_S: each((block_iq3_s*)p, [&](auto& b) { b.d = d(); }); break;
+    case GgmlType::IQ1_S: each((block_iq1_s*)p, [&](auto& b) { b.d = d(); }); break;
+    case GgmlType::IQ1_M:  // d lives in the top nibbles of the four scale words
+      each((block_iq1_m*)p, [&](auto& b) {
+        const uint16_t h = d();
+        uint16_t sc[4];
+        std::memcpy(sc, b.scales, 8);
+        for (int k = 0; k < 4; ++k) sc[k] = uint16_t((sc[k] & 0x0fff) | (((h >> (4 * k)) & 0xf) << 12));
+        std::memcpy(b.scales, sc, 8);
+      });
+      break;
     default: break;
   }
   return buf;
@@ -76,7 +91,9 @@ inline const std::vector<GgmlType>& matmul_types() {
   static const std::vector<GgmlType> v = {
       GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
       GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
-      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
+      GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS,
+      GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+      GgmlType::IQ1_S, GgmlType::IQ1_M};
   return v;
 }
 

@@ -37,7 +37,14 @@ GgmlType expected_vec_dot_type(GgmlType w) {
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K:
-    case GgmlType::IQ4_XS: return GgmlType::Q8_K;
+    case GgmlType::IQ4_XS:
+    case GgmlType::IQ2_XXS:
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ2_S:
+    case GgmlType::IQ3_XXS:
+    case GgmlType::IQ3_S:
+    case GgmlType::IQ1_S:
+    case GgmlType::IQ1_M: return GgmlType::Q8_K;
     default: return GgmlType::Q8_0;
   }
 }
@@ -203,7 +210,7 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest, testing::ValuesIn(matmul_types())
 
 TEST(Matmul, RejectsTypesWithoutKernel) {
   std::vector<uint8_t> buf(256);
-  WeightView w{GgmlType::IQ2_XXS, buf.data(), 1, 256, 66};
+  WeightView w{GgmlType::TQ1_0, buf.data(), 1, 256, 54};
   std::vector<float> x(256), y(1);
   EXPECT_THROW(matmul(w, x.data(), 1, y.data(), nullptr), Error);
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,13 @@ TEST(QuantKnown, BlockSizesMatchTypeTable) {
   EXPECT_EQ(type_traits(GgmlType::Q8_K).type_size, sizeof(block_q8_K));
   EXPECT_EQ(type_traits(GgmlType::IQ4_NL).type_size, sizeof(block_iq4_nl));
   EXPECT_EQ(type_traits(GgmlType::IQ4_XS).type_size, sizeof(block_iq4_xs));
+  EXPECT_EQ(type_traits(GgmlType::IQ2_XXS).type_size, sizeof(block_iq2_xxs));
+  EXPECT_EQ(type_traits(GgmlType::IQ2_XS).type_size, sizeof(block_iq2_xs));
+  EXPECT_EQ(type_traits(GgmlType::IQ2_S).type_size, sizeof(block_iq2_s));
+  EXPECT_EQ(type_traits(GgmlType::IQ3_XXS).type_size, sizeof(block_iq3_xxs));
+  EXPECT_EQ(type_traits(GgmlType::IQ3_S).type_size, sizeof(block_iq3_s));
+  EXPECT_EQ(type_traits(GgmlType::IQ1_S).type_size, sizeof(block_iq1_s));
+  EXPECT_EQ(type_traits(GgmlType::IQ1_M).type_size, sizeof(block_iq1_m));
 }
 
 TEST(QuantKnown, TableFlagsMatchImplementation) {
@@ -72,8 +80,65 @@ TEST(QuantKnown, TableFlagsMatchImplementation) {
 TEST(QuantKnown, UnsupportedTypeThrows) {
   float y[256];
   uint8_t buf[256] = {};
-  EXPECT_THROW(dequantize_row(GgmlType::IQ2_XXS, buf, y, 256), Error);
+  EXPECT_THROW(dequantize_row(GgmlType::TQ1_0, buf, y, 256), Error);
+  EXPECT_THROW(quantize_row(GgmlType::TQ1_0, y, buf, 256), Error);
+  // The lattice i-quants dequantize but do not quantize.
+  EXPECT_NO_THROW(dequantize_row(GgmlType::IQ2_XXS, buf, y, 256));
   EXPECT_THROW(quantize_row(GgmlType::IQ2_XXS, y, buf, 256), Error);
+}
+
+// The lattice i-quants against ggml's own dequantizers (llama.cpp v0.4.0's libggml-base,
+// to_float): 8 super-blocks of bytes from mt19937(11) with d = 0.0625, -0.25, 0.0039, 0.33
+// (IQ1_M: d in its scales' top nibbles); FNV-1a of the 2048 floats ggml returned.
+TEST(QuantKnown, LatticeIQuantsDequantizeAsGgml) {
+  struct Want {
+    GgmlType t;
+    uint64_t fnv;
+  };
+  const Want wants[] = {{GgmlType::IQ2_XXS, 0x0aa8b4da3122bb4dull}, {GgmlType::IQ2_XS, 0xd566e899e0b787b4ull},
+                        {GgmlType::IQ2_S, 0xd9c5c96b47402a3full},   {GgmlType::IQ3_XXS, 0x9e28dd86eadf9380ull},
+                        {GgmlType::IQ3_S, 0x0ccc7f1748cb9a68ull},   {GgmlType::IQ1_S, 0x693131db22076a27ull},
+                        {GgmlType::IQ1_M, 0x8d4bc005aebc8ca5ull}};
+  const uint16_t ds[4] = {0x2C00, 0xB400, 0x1C00, 0x3555};
+  for (const Want& w : wants) {
+    const size_t bs = type_traits(w.t).type_size;
+    std::mt19937 rng(11);
+    std::vector<uint8_t> b(bs * 8);
+    for (auto& x : b) x = uint8_t(rng());
+    for (size_t i = 0; i < 8; ++i) {
+      uint8_t* o = b.data() + i * bs;
+      const uint16_t d = ds[i % 4];
+      if (w.t != GgmlType::IQ1_M) {
+        std::memcpy(o, &d, 2);
+      } else {
+        uint16_t sc[4];
+        std::memcpy(sc, o + 48, 8);
+        for (int k = 0; k < 4; ++k) sc[k] = uint16_t((sc[k] & 0x0fff) | (((d >> (4 * k)) & 0xf) << 12));
+        std::memcpy(o + 48, sc, 8);
+      }
+    }
+    const auto y = deq(w.t, b.data(), 2048);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (float f : y) {
+      uint8_t bytes[4];
+      std::memcpy(bytes, &f, 4);
+      for (uint8_t c : bytes) h = (h ^ c) * 0x100000001b3ull;
+    }
+    EXPECT_EQ(h, w.fnv) << type_name(w.t);
+  }
+}
+
+TEST(QuantKnown, DequantIQ2_XXSByHand) {
+  // Grid entry 0 is eight 8s; scale nibble 3 gives db = d (0.5 + 3) / 4; sign bits 0b0000101
+  // negate elements 0 and 2 (7 stored bits with an even count: bit 7 stays clear).
+  auto b = zeroed<block_iq2_xxs>();
+  b.d = kTwo;
+  b.qs[2] = uint16_t(0b0000101);        // first group's sign bits (bits 0-6 of the second word)
+  b.qs[3] = uint16_t(3u << 12);          // scale in the top 4 bits of that word
+  auto y = deq(GgmlType::IQ2_XXS, &b, 256);
+  const float v = 2.0f * 3.5f * 0.25f * 8.0f;
+  for (int j = 0; j < 8; ++j) EXPECT_EQ(y[size_t(j)], j == 0 || j == 2 ? -v : v) << j;
+  for (int j = 8; j < 32; ++j) EXPECT_EQ(y[size_t(j)], v) << j;
 }
 
 // ---- dequantization of hand-built blocks ----

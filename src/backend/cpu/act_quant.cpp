@@ -48,7 +48,14 @@ GgmlType vec_dot_type(GgmlType w) {
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K:
-    case GgmlType::IQ4_XS: return GgmlType::Q8_K;
+    case GgmlType::IQ4_XS:
+    case GgmlType::IQ2_XXS:
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ2_S:
+    case GgmlType::IQ3_XXS:
+    case GgmlType::IQ3_S:
+    case GgmlType::IQ1_S:
+    case GgmlType::IQ1_M: return GgmlType::Q8_K;
     default: fail("cpu: no matmul kernel for weight type {}", type_name(w));
   }
 }

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/fp16.h"
 #include "quant/blocks.h"
+#include "quant/iq_grids.h"
 
 namespace minfer::cpu {
 namespace {
@@ -220,6 +221,170 @@ float dot_iq4_xs(int64_t n, const block_iq4_xs* w, const block_q8_K* x) {
   return s;
 }
 
+// The lattice i-quants: integer sums per super-block of grid value x activation (signs applied
+// as integers), block scales as integers, then one float step, as ggml's generic
+// vec_dot_iq*_q8_K (IQ2's odd scales 2s + 1 and the final 1/8, IQ3_XXS's 1/4).
+inline int signed_group(uint64_t grid, uint8_t signs, const int8_t* q8, int n) {
+  int sum = 0;
+  for (int j = 0; j < n; ++j) sum += int(uint8_t(grid >> (8 * j))) * q8[j] * ((signs >> j) & 1 ? -1 : 1);
+  return sum;
+}
+
+float dot_iq2_xxs(int64_t n, const block_iq2_xxs* w, const block_q8_K* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    const int8_t* q8 = x[b].qs;
+    int32_t bsum = 0;
+    for (int ib = 0; ib < QK_K / 32; ++ib) {
+      uint32_t aux[2];
+      std::memcpy(aux, w[b].qs + 4 * ib, 8);
+      int32_t sumi = 0;
+      for (int l = 0; l < 4; ++l, q8 += 8)
+        sumi += signed_group(kIq2xxsGrid.v[(aux[0] >> (8 * l)) & 0xff], iq_signs((aux[1] >> (7 * l)) & 127), q8, 8);
+      bsum += sumi * int32_t(2 * (aux[1] >> 28) + 1);
+    }
+    s += (h2f(w[b].d) * x[b].d) * float(bsum);
+  }
+  return 0.125f * s;
+}
+
+float dot_iq2_xs(int64_t n, const block_iq2_xs* w, const block_q8_K* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    const int8_t* q8 = x[b].qs;
+    int32_t bsum = 0;
+    for (int ib = 0; ib < QK_K / 32; ++ib)
+      for (int h = 0; h < 2; ++h) {
+        int32_t sumi = 0;
+        for (int l = 2 * h; l < 2 * h + 2; ++l, q8 += 8) {
+          const uint16_t q = w[b].qs[4 * ib + l];
+          sumi += signed_group(kIq2xsGrid.v[q & 511], iq_signs(q >> 9), q8, 8);
+        }
+        bsum += sumi * (2 * ((w[b].scales[ib] >> (4 * h)) & 0xf) + 1);
+      }
+    s += (h2f(w[b].d) * x[b].d) * float(bsum);
+  }
+  return 0.125f * s;
+}
+
+float dot_iq2_s(int64_t n, const block_iq2_s* w, const block_q8_K* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    const int8_t* q8 = x[b].qs;
+    const uint8_t* qs = w[b].qs;
+    const uint8_t* signs = w[b].qs + QK_K / 8;
+    int32_t bsum = 0;
+    for (int ib = 0; ib < QK_K / 32; ++ib, qs += 4, signs += 4)
+      for (int h = 0; h < 2; ++h) {
+        int32_t sumi = 0;
+        for (int l = 2 * h; l < 2 * h + 2; ++l, q8 += 8)
+          sumi += signed_group(kIq2sGrid.v[qs[l] | ((w[b].qh[ib] << (8 - 2 * l)) & 0x300)], signs[l], q8, 8);
+        bsum += sumi * (2 * ((w[b].scales[ib] >> (4 * h)) & 0xf) + 1);
+      }
+    s += (h2f(w[b].d) * x[b].d) * float(bsum);
+  }
+  return 0.125f * s;
+}
+
+float dot_iq3_xxs(int64_t n, const block_iq3_xxs* w, const block_q8_K* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    const int8_t* q8 = x[b].qs;
+    const uint8_t* q3 = w[b].qs;
+    int32_t bsum = 0;
+    for (int ib = 0; ib < QK_K / 32; ++ib, q3 += 8) {
+      uint32_t aux;
+      std::memcpy(&aux, w[b].qs + QK_K / 4 + 4 * ib, 4);
+      int32_t sumi = 0;
+      for (int l = 0; l < 4; ++l, q8 += 8) {
+        const uint8_t signs = iq_signs((aux >> (7 * l)) & 127);
+        sumi += signed_group(kIq3xxsGrid.v[q3[2 * l]], signs, q8, 4) +
+                signed_group(kIq3xxsGrid.v[q3[2 * l + 1]], uint8_t(signs >> 4), q8 + 4, 4);
+      }
+      bsum += sumi * int32_t(2 * (aux >> 28) + 1);
+    }
+    s += (h2f(w[b].d) * x[b].d) * float(bsum);
+  }
+  return 0.25f * s;
+}
+
+float dot_iq3_s(int64_t n, const block_iq3_s* w, const block_q8_K* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    const int8_t* q8 = x[b].qs;
+    const uint8_t* qs = w[b].qs;
+    const uint8_t* signs = w[b].signs;
+    int32_t bsum = 0;
+    for (int ib = 0; ib < QK_K / 32; ++ib, qs += 8, signs += 4) {
+      const int qh = w[b].qh[ib];
+      int32_t sumi = 0;
+      for (int l = 0; l < 4; ++l, q8 += 8)
+        sumi += signed_group(kIq3sGrid.v[qs[2 * l] | ((qh << (8 - 2 * l)) & 256)], signs[l], q8, 4) +
+                signed_group(kIq3sGrid.v[qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256)], uint8_t(signs[l] >> 4), q8 + 4, 4);
+      bsum += sumi * (2 * ((w[b].scales[ib / 2] >> (4 * (ib % 2))) & 0xf) + 1);
+    }
+    s += (h2f(w[b].d) * x[b].d) * float(bsum);
+  }
+  return s;
+}
+
+// IQ1: grid values in {-1, 0, 1} plus a shift of +-1/8 per group: sum(q8 x grid) and the
+// shift's sign x the groups' activation sums, both times the block scales as integers, then
+// d x d_x x (sumi + 1/8 x sumi1) per super-block (ggml's order).
+inline int grid_dot8(uint64_t grid, const int8_t* q8) {
+  int sum = 0;
+  for (int j = 0; j < 8; ++j) sum += q8[j] * int8_t(uint8_t(grid >> (8 * j)));
+  return sum;
+}
+
+float dot_iq1_s(int64_t n, const block_iq1_s* w, const block_q8_K* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    const int8_t* q8 = x[b].qs;
+    int sumi = 0, sumi1 = 0;
+    for (int ib = 0; ib < QK_K / 32; ++ib) {
+      const int qh = w[b].qh[ib];
+      const int ls = 2 * ((qh >> 12) & 7) + 1;
+      const int delta = qh & 0x8000 ? -1 : 1;
+      int lsum = 0;
+      for (int l = 0; l < 4; ++l, q8 += 8)
+        lsum += grid_dot8(kIq1sGrid.v[w[b].qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)], q8);
+      sumi += ls * lsum;
+      sumi1 += ls * delta * (x[b].bsums[2 * ib] + x[b].bsums[2 * ib + 1]);
+    }
+    s += h2f(w[b].d) * x[b].d * (float(sumi) + kIq1Delta * float(sumi1));
+  }
+  return s;
+}
+
+float dot_iq1_m(int64_t n, const block_iq1_m* w, const block_q8_K* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    const int8_t* q8 = x[b].qs;
+    uint16_t sc[4];
+    std::memcpy(sc, w[b].scales, 8);
+    int sumi1 = 0, sumi2 = 0;
+    for (int ib = 0; ib < QK_K / 32; ++ib) {
+      const uint8_t* qs = w[b].qs + 4 * ib;
+      const uint8_t* qh = w[b].qh + 2 * ib;
+      int sum1[2] = {0, 0}, sum2[2] = {0, 0};
+      for (int l = 0; l < 4; ++l, q8 += 8) {
+        const int h = qh[l / 2] >> (4 * (l % 2));  // 3 index bits, then the shift's sign bit
+        int xs = 0;
+        for (int j = 0; j < 8; ++j) xs += q8[j];
+        sum1[l / 2] += grid_dot8(kIq1sGrid.v[qs[l] | ((h & 7) << 8)], q8);
+        sum2[l / 2] += xs * (h & 8 ? -1 : 1);
+      }
+      const int ls1 = 2 * ((sc[ib / 2] >> (6 * (ib % 2))) & 7) + 1;
+      const int ls2 = 2 * ((sc[ib / 2] >> (6 * (ib % 2) + 3)) & 7) + 1;
+      sumi1 += sum1[0] * ls1 + sum1[1] * ls2;
+      sumi2 += sum2[0] * ls1 + sum2[1] * ls2;
+    }
+    s += fp16_to_fp32(iq1_m_d(w[b])) * x[b].d * (float(sumi1) + kIq1Delta * float(sumi2));
+  }
+  return s;
+}
+
 float dot_q6_K(int64_t n, const block_q6_K* w, const block_q8_K* x) {
   float s = 0.0f;
   for (int64_t b = 0; b < n / QK_K; ++b) {
@@ -327,6 +492,13 @@ float vec_dot_scalar(GgmlType t, int64_t n, const void* w, const void* x) {
     case GgmlType::Q5_K: return dot_q45_K<true>(n, (const block_q5_K*)w, (const block_q8_K*)x);
     case GgmlType::Q6_K: return dot_q6_K(n, (const block_q6_K*)w, (const block_q8_K*)x);
     case GgmlType::IQ4_XS: return dot_iq4_xs(n, (const block_iq4_xs*)w, (const block_q8_K*)x);
+    case GgmlType::IQ2_XXS: return dot_iq2_xxs(n, (const block_iq2_xxs*)w, (const block_q8_K*)x);
+    case GgmlType::IQ2_XS: return dot_iq2_xs(n, (const block_iq2_xs*)w, (const block_q8_K*)x);
+    case GgmlType::IQ2_S: return dot_iq2_s(n, (const block_iq2_s*)w, (const block_q8_K*)x);
+    case GgmlType::IQ3_XXS: return dot_iq3_xxs(n, (const block_iq3_xxs*)w, (const block_q8_K*)x);
+    case GgmlType::IQ3_S: return dot_iq3_s(n, (const block_iq3_s*)w, (const block_q8_K*)x);
+    case GgmlType::IQ1_S: return dot_iq1_s(n, (const block_iq1_s*)w, (const block_q8_K*)x);
+    case GgmlType::IQ1_M: return dot_iq1_m(n, (const block_iq1_m*)w, (const block_q8_K*)x);
     default: fail("cpu: no dot product for weight type {}", type_name(t));
   }
 }
