@@ -221,13 +221,15 @@ TEST(Matmul, RejectsTypesWithoutKernel) {
 namespace minfer::cpu {
 namespace {
 
-// The K-quant SIMD tiles sum integers per super-block and then take the scalar kernel's float
-// steps in the same order: their results must be bit-identical, not merely close.
+// The K-quant and 256-block i-quant SIMD tiles sum integers per super-block and then take the
+// scalar kernel's float steps in the same order: their results must be bit-identical, not
+// merely close.
 TEST(MatmulIsa, KQuantFastPathsAreBitIdenticalToScalar) {
   // 1 token: the decode GEMV; 2: the 256-bit tiles; 6: VNNI tiles; 35: two 16-token AMX tiles
   // (on AMX) and a tail.
   for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                     GgmlType::IQ4_XS})
+                     GgmlType::IQ4_XS, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
+                     GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ1_S, GgmlType::IQ1_M})
    for (int64_t nt : {1, 2, 6, 35}) {
     std::mt19937 rng(21);
     const int64_t rows = 19, cols = 768;
@@ -294,19 +296,22 @@ TEST(MatmulIsa, KQuantLargestSumsAreBitIdenticalToScalar) {
       }
 }
 
-// IQ4_XS at its largest integer sums: every value -127 (nibble 0) with scale -32, or 113
-// (nibble 15) with scale 31, against activations of one sign (Q8_K: 127 in magnitude). The
-// 256-bit tiles' sign-form pair sums reach 2 x 127 x 127, the AVX-512 kernels' offset-form lanes
-// 8 x 241 x 127 before their scale.
-TEST(MatmulIsa, IQ4XSLargestSumsAreBitIdenticalToScalar) {
-  const GgmlType t = GgmlType::IQ4_XS;
+// The i-quants at their largest integer sums: every byte 0x00 or 0xFF but d (= 1, at offset 0),
+// against activations of one sign (Q8_K: 127 in magnitude). IQ4_XS: every value -127 with scale
+// -32, or 113 with scale 31 (the 256-bit tiles' sign-form pair sums reach 2 x 127 x 127, the
+// AVX-512 kernels' offset-form lanes 8 x 241 x 127 before their scale); the lattice types: their
+// last grid entries, all signs set, the largest scales.
+TEST(MatmulIsa, IQuantLargestSumsAreBitIdenticalToScalar) {
+  for (GgmlType t : {GgmlType::IQ4_XS, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS,
+                     GgmlType::IQ3_S, GgmlType::IQ1_S})
   for (uint8_t fill : {uint8_t(0x00), uint8_t(0xFF)})
     for (float sign : {1.0f, -1.0f})
       for (int64_t nt : {1, 2, 8, 35}) {
         const int64_t rows = 35, cols = 512;
         const size_t rs = row_size(t, cols);
         std::vector<uint8_t> wbuf(rs * size_t(rows), fill);
-        for (size_t b = 0; b < wbuf.size() / 136; ++b) wbuf[b * 136] = 0x00, wbuf[b * 136 + 1] = 0x3C;  // d = 1
+        const size_t bs = type_traits(t).type_size;
+        for (size_t b = 0; b < wbuf.size() / bs; ++b) wbuf[b * bs] = 0x00, wbuf[b * bs + 1] = 0x3C;  // d = 1
         std::vector<float> x(size_t(nt * cols));
         for (size_t i = 0; i < x.size(); ++i) x[i] = sign * (0.75f + 0.25f * float(i % 7 == 0));
         WeightView w{t, wbuf.data(), rows, cols, rs};
@@ -317,7 +322,7 @@ TEST(MatmulIsa, IQ4XSLargestSumsAreBitIdenticalToScalar) {
           force_isa(isa);
           std::fill(got.begin(), got.end(), 0.0f);
           matmul(w, x.data(), nt, got.data(), nullptr);
-          EXPECT_EQ(got, ref) << "fill " << int(fill) << " sign " << sign << " nt " << nt << " on " << isa_name(isa);
+          EXPECT_EQ(got, ref) << type_name(t) << " fill " << int(fill) << " sign " << sign << " nt " << nt << " on " << isa_name(isa);
         }
         reset_isa();
       }

@@ -126,12 +126,13 @@ void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out) {
     for (int j = 0; j < 16; ++j) {
       s.bsum[j] = x->bsums[j];
       s.q6c[j] = -32 * s.bsum[j];
+      s.off128_16[j] = -128 * s.bsum[j];
     }
     int32_t pair[8];
     for (int j = 0; j < 8; ++j) {
       pair[j] = s.bsum[2 * j] + s.bsum[2 * j + 1];
       s.pairf[j] = float(pair[j]);
-      s.iq4c[j] = -128 * pair[j];
+      s.off128_32[j] = -128 * pair[j];
     }
     for (int q = 0; q < 4; ++q)
       s.pair16[q] = int32_t((uint32_t(pair[2 * q]) & 0xFFFFu) | (uint32_t(pair[2 * q + 1]) << 16));

@@ -33,8 +33,10 @@ struct Q8KSums {
   // bsum[2j] and bsum[2j + 1] (|bsum| <= 16 x 128) as the low and high int16 of bsum16[j]: the
   // 256-bit Q6_K tile's offset term, one madd against -32 x the two scales (ak_q6k_sub4).
   int32_t bsum16[8];
-  // -128 x the 32-column sums: IQ4_XS's offset correction (its panel quants are stored + 128).
-  int32_t iq4c[8];
+  // -128 x the 32- and the 16-column sums: the offset correction of the panels whose values are
+  // stored + 128 (IQ4_XS and the lattice i-quants, by the width of their scales' blocks).
+  int32_t off128_32[8];
+  int32_t off128_16[16];
 };
 void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out);  // a Q8_K row's nsb blocks
 

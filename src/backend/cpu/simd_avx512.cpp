@@ -15,6 +15,7 @@
 #include "backend/cpu/scratch.h"
 #include "common/fp16.h"
 #include "quant/blocks.h"
+#include "quant/iq_grids.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -307,19 +308,52 @@ struct Iq4Table {
 };
 constexpr Iq4Table kIq4Offset128;
 
-// IQ4_XS: 8 sub-blocks of 32 (Q4_K's shape), quants kvalues_iq4nl[q] + 128 (unsigned for
-// vpdpbusd; Q8KSums::iq4c takes the 128 back), the scales less 32, no mins.
-struct IQ4XSPanel {
+// The i-quants: signed values stored + 128 (unsigned for vpdpbusd; Q8KSums::off128_* takes the
+// 128 back), integer scales per sub-block, one float d (the lattice types' final 1/8 or 1/4
+// folded in: a power of two, so the products and sums round as the scalar path's), no mins.
+// Off128Panel: 8 sub-blocks of 32 (IQ4_XS, IQ2_XXS, IQ3_XXS, IQ3_S); Off128Sub16Panel: 16 of 16
+// (IQ2_XS, IQ2_S, whose scales are per 16 columns).
+struct Off128Panel {
   static constexpr size_t kBlock = kQuantBytes + 8 * 64 + 64;  // quants, sc[8], d
+};
+struct Off128Sub16Panel {
+  static constexpr size_t kBlock = kQuantBytes + 16 * 64 + 64;  // quants, sc[16], d
 };
 // The panels with 16 sub-blocks of 16 columns, and where a panel's d and dmin are (float slots).
 template <class K>
-constexpr bool kSub16 = std::is_same_v<K, Q6KPanel> || std::is_same_v<K, Q2KPanel>;
+constexpr bool kSub16 =
+    std::is_same_v<K, Q6KPanel> || std::is_same_v<K, Q2KPanel> || std::is_same_v<K, Off128Sub16Panel>;
 template <class K>
-constexpr int kDSlot = std::is_same_v<K, Q2KPanel> ? 24 : std::is_same_v<K, IQ4XSPanel> ? 8 : 16;
+constexpr int kDSlot = std::is_same_v<K, Q2KPanel> ? 24 : std::is_same_v<K, Off128Panel> ? 8 : 16;
 // The panels whose quants carry an offset (taken back per sub-block from Q8KSums) and no mins.
 template <class K>
-constexpr bool kOffsetPanel = std::is_same_v<K, Q6KPanel> || std::is_same_v<K, IQ4XSPanel>;
+constexpr bool kOffsetPanel =
+    std::is_same_v<K, Q6KPanel> || std::is_same_v<K, Off128Panel> || std::is_same_v<K, Off128Sub16Panel>;
+template <class K>
+inline int32_t panel_offset_term(const Q8KSums& pr, int j) {
+  if constexpr (std::is_same_v<K, Off128Panel>) return pr.off128_32[j];
+  if constexpr (std::is_same_v<K, Off128Sub16Panel>) return pr.off128_16[j];
+  return pr.q6c[j];
+}
+
+// One row's super-block of a lattice i-quant as 256 values + 128 (q) and its scales per 16
+// columns (sc16), through simd_tiles.h's decoders; returns d x the type's final factor.
+template <class D>
+inline float lattice_panel_row(const uint8_t* wb, uint8_t* q, int32_t* sc16) {
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
+                                          2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bits = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
+  for (int ib = 0; ib < 8; ++ib) {
+    const IqSub d = D::sub(wb, ib);
+    const __m256i neg = _mm256_cmpeq_epi8(
+        _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(d.sg)), spread), bits), bits);
+    const __m256i v = _mm256_blendv_epi8(d.u, _mm256_sub_epi8(_mm256_setzero_si256(), d.u), neg);
+    _mm256_store_si256((__m256i*)(q + 32 * ib), _mm256_add_epi8(v, _mm256_set1_epi8(char(0x80))));
+    sc16[2 * ib] = _mm256_extract_epi16(d.scale, 0);
+    sc16[2 * ib + 1] = _mm256_extract_epi16(d.scale, 8);
+  }
+  return f16(wb) * D::kFinal;
+}
 
 // sum over i of a[i] * b[i], 16 int16 each (a super-block's scales or mins against its bsums).
 inline int dot16_epi16(__m256i a, __m256i b) { return hsum_i32(_mm256_madd_epi16(a, b)); }
@@ -356,16 +390,33 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
       continue;
     }
     const uint8_t* wb;
-    if constexpr (std::is_same_v<K, IQ4XSPanel>) {
+    if constexpr (std::is_same_v<K, Off128Sub16Panel>) {
+      int32_t sc16[16];
+      const float d = type == GgmlType::IQ2_XS ? lattice_panel_row<DecIq2xs>(w + size_t(r) * ws + b * 74, q, sc16)
+                                               : lattice_panel_row<DecIq2s>(w + size_t(r) * ws + b * 82, q, sc16);
+      for (int j = 0; j < 16; ++j) sc[16 * j + r] = sc16[j];
+      reinterpret_cast<float*>(pb + kQuantBytes + 16 * 64)[r] = d;
+      continue;
+    } else if constexpr (std::is_same_v<K, Off128Panel>) {
+      if (type != GgmlType::IQ4_XS) {
+        int32_t sc16[16];
+        const size_t bs = type_traits(type).type_size;
+        const uint8_t* lb = w + size_t(r) * ws + b * bs;
+        const float d = type == GgmlType::IQ2_XXS   ? lattice_panel_row<DecIq2xxs>(lb, q, sc16)
+                        : type == GgmlType::IQ3_XXS ? lattice_panel_row<DecIq3xxs>(lb, q, sc16)
+                                                    : lattice_panel_row<DecIq3s>(lb, q, sc16);
+        for (int j = 0; j < 8; ++j) sc[16 * j + r] = sc16[2 * j];  // (one scale per 32 columns)
+        reinterpret_cast<float*>(pb + kQuantBytes + 8 * 64)[r] = d;
+        continue;
+      }
       wb = w + size_t(r) * ws + b * 136;
-      const auto* blk = reinterpret_cast<const quant::block_iq4_xs*>(wb);
       const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kIq4Offset128.v));
       for (int j = 0; j < 8; ++j) {
         const __m128i v = _mm_loadu_si128((const __m128i*)(wb + 8 + 16 * j));
         const __m256i nib = _mm256_and_si256(
             _mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0F));  // columns 0-15 | 16-31
         _mm256_store_si256((__m256i*)(q + 32 * j), _mm256_shuffle_epi8(table, nib));
-        sc[16 * j + r] = quant::iq4_xs_scale(*blk, j);
+        sc[16 * j + r] = iq4xs_scale(wb, j);
       }
       reinterpret_cast<float*>(pb + kQuantBytes + 8 * 64)[r] = f16(wb);
     } else if constexpr (std::is_same_v<K, Q2KPanel>) {
@@ -451,14 +502,13 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
     // reach 16 x 31 x 128 and keep vpmulld.
     constexpr bool kHalves = std::is_same_v<K, KQ4>;
     for (int j = 0; j < kSub; ++j) {
-      // q6_K's quants are stored + 32, iq4_xs's + 128: start from -32 (-128) x sum(x) of the
-      // sub-block.
+      // q6_K's quants are stored + 32, the i-quants' + 128: start from -32 (-128) x sum(x) of
+      // the sub-block.
       __m512i s[T], h[T];  // h: Q4_K's second half
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const Q8KSums& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
-        s[t] = !kOff ? _mm512_setzero_si512()
-                     : _mm512_set1_epi32(std::is_same_v<K, IQ4XSPanel> ? pr.iq4c[j] : pr.q6c[j]);
+        s[t] = !kOff ? _mm512_setzero_si512() : _mm512_set1_epi32(panel_offset_term<K>(pr, j));
         if constexpr (kHalves) h[t] = _mm512_setzero_si512();
       }
 #pragma GCC unroll 8
@@ -890,8 +940,8 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
   if (nt == 1) {
     if constexpr (std::is_same_v<K, Q2KPanel>)
       for (int64_t r = 0; r < nr; ++r) y[r] = q2k_gemv_row(w + size_t(r) * ws, n / 256, x);
-    else if constexpr (std::is_same_v<K, IQ4XSPanel>)
-      iq4xs_gemv(n, w, ws, nr, x, y);
+    else if constexpr (std::is_same_v<K, Off128Panel> || std::is_same_v<K, Off128Sub16Panel>)
+      type == GgmlType::IQ4_XS ? iq4xs_gemv(n, w, ws, nr, x, y) : dot_tile_avx2(type)(type, n, w, ws, nr, x, xs, 1, y, ldy);
     else if constexpr (std::is_same_v<K, Q6KPanel>)
       for (int64_t r = 0; r < nr; ++r)
         y[r] = type == GgmlType::Q3_K ? q3k_gemv_row(w + size_t(r) * ws, n / 256, x)
@@ -1328,7 +1378,13 @@ DotTileFn dot_tile_avx512(GgmlType t) {
     case GgmlType::Q6_K: return kq_gemm<Q6KPanel>;
     case GgmlType::Q3_K: return kq_gemm<Q6KPanel>;  // prompts on Q6_K's panels, decode q3k_gemv_row
     case GgmlType::Q2_K: return kq_gemm<Q2KPanel>;  // decode q2k_gemv_row
-    case GgmlType::IQ4_XS: return kq_gemm<IQ4XSPanel>;  // decode iq4xs_gemv
+    case GgmlType::IQ4_XS: return kq_gemm<Off128Panel>;  // decode iq4xs_gemv
+    // The lattice i-quants' prompts on the offset panels; one token on the 256-bit tiles.
+    case GgmlType::IQ2_XXS:
+    case GgmlType::IQ3_XXS:
+    case GgmlType::IQ3_S: return kq_gemm<Off128Panel>;
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ2_S: return kq_gemm<Off128Sub16Panel>;
     default: return nullptr;
   }
 }
