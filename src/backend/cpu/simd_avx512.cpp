@@ -340,14 +340,9 @@ inline int32_t panel_offset_term(const Q8KSums& pr, int j) {
 // columns (sc16), through simd_tiles.h's decoders; returns d x the type's final factor.
 template <class D>
 inline float lattice_panel_row(const uint8_t* wb, uint8_t* q, int32_t* sc16) {
-  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
-                                          2, 3, 3, 3, 3, 3, 3, 3, 3);
-  const __m256i bits = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
   for (int ib = 0; ib < 8; ++ib) {
     const IqSub d = D::sub(wb, ib);
-    const __m256i neg = _mm256_cmpeq_epi8(
-        _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(d.sg)), spread), bits), bits);
-    const __m256i v = _mm256_blendv_epi8(d.u, _mm256_sub_epi8(_mm256_setzero_si256(), d.u), neg);
+    const __m256i v = _mm256_blendv_epi8(d.u, _mm256_sub_epi8(_mm256_setzero_si256(), d.u), iq_negative(d.sg));
     _mm256_store_si256((__m256i*)(q + 32 * ib), _mm256_add_epi8(v, _mm256_set1_epi8(char(0x80))));
     sc16[2 * ib] = _mm256_extract_epi16(d.scale, 0);
     sc16[2 * ib + 1] = _mm256_extract_epi16(d.scale, 8);
@@ -940,8 +935,12 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
   if (nt == 1) {
     if constexpr (std::is_same_v<K, Q2KPanel>)
       for (int64_t r = 0; r < nr; ++r) y[r] = q2k_gemv_row(w + size_t(r) * ws, n / 256, x);
-    else if constexpr (std::is_same_v<K, Off128Panel> || std::is_same_v<K, Off128Sub16Panel>)
-      type == GgmlType::IQ4_XS ? iq4xs_gemv(n, w, ws, nr, x, y) : dot_tile_avx2(type)(type, n, w, ws, nr, x, xs, 1, y, ldy);
+    else if constexpr (std::is_same_v<K, Off128Panel> || std::is_same_v<K, Off128Sub16Panel>) {
+      if (type == GgmlType::IQ4_XS)
+        iq4xs_gemv(n, w, ws, nr, x, y);
+      else  // the lattice i-quants: the 256-bit tiles (a 512-bit row measured slower)
+        dot_tile_avx2(type)(type, n, w, ws, nr, x, xs, 1, y, ldy);
+    }
     else if constexpr (std::is_same_v<K, Q6KPanel>)
       for (int64_t r = 0; r < nr; ++r)
         y[r] = type == GgmlType::Q3_K ? q3k_gemv_row(w + size_t(r) * ws, n / 256, x)
@@ -1379,7 +1378,7 @@ DotTileFn dot_tile_avx512(GgmlType t) {
     case GgmlType::Q3_K: return kq_gemm<Q6KPanel>;  // prompts on Q6_K's panels, decode q3k_gemv_row
     case GgmlType::Q2_K: return kq_gemm<Q2KPanel>;  // decode q2k_gemv_row
     case GgmlType::IQ4_XS: return kq_gemm<Off128Panel>;  // decode iq4xs_gemv
-    // The lattice i-quants' prompts on the offset panels; one token on the 256-bit tiles.
+    // The lattice i-quants: prompts on the offset panels, one token on the 256-bit tiles.
     case GgmlType::IQ2_XXS:
     case GgmlType::IQ3_XXS:
     case GgmlType::IQ3_S: return kq_gemm<Off128Panel>;

@@ -443,6 +443,15 @@ inline __m256i iq_grid64(const uint64_t* grid, int i0, int i1, int i2, int i3) {
   return _mm256_set_epi64x(int64_t(grid[i3]), int64_t(grid[i2]), int64_t(grid[i1]), int64_t(grid[i0]));
 }
 
+// -1 in byte i where bit i of sg is set, else 0: byte i takes sign byte i / 8 (a shuffle within
+// each 128-bit half of the four bytes broadcast), then its bit i % 8.
+inline __m256i iq_negative(uint32_t sg) {
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
+                                          2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bits = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(sg)), spread), bits), bits);
+}
+
 struct IqSub {
   __m256i u;      // 32 unsigned grid values
   uint32_t sg;    // sign byte of values 8l..8l+7 in byte l
@@ -517,11 +526,6 @@ struct DecIq3s {  // d, qs[64], qh[8], signs[32], scales[4]
 template <class D, int T>
 inline void iqlat_tile(const Tile& a, int64_t r, int64_t t0) {
   const uint8_t* wr = a.w + size_t(r) * a.ws;
-  // Byte i of a block takes sign byte i / 8 (a shuffle within each 128-bit half of the four
-  // bytes broadcast), then its bit i % 8.
-  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
-                                          2, 3, 3, 3, 3, 3, 3, 3, 3);
-  const __m256i bits = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
   const __m256i one = _mm256_set1_epi8(1);
   float s[T];
   for (int t = 0; t < T; ++t) s[t] = 0.0f;
@@ -531,8 +535,7 @@ inline void iqlat_tile(const Tile& a, int64_t r, int64_t t0) {
     for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ++ib) {
       const IqSub q = D::sub(wb, ib);
-      const __m256i m = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(q.sg)), spread), bits);
-      const __m256i sgn = _mm256_or_si256(_mm256_cmpeq_epi8(m, bits), one);  // -1 or +1 bytes
+      const __m256i sgn = _mm256_or_si256(iq_negative(q.sg), one);  // -1 or +1 bytes
       for (int t = 0; t < T; ++t) {
         const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
         const __m256i x8 = _mm256_loadu_si256((const __m256i*)(q8k_qs(xb) + 32 * ib));
@@ -571,7 +574,7 @@ struct DecIq1s {  // d, qs[32], qh[8] (uint16: 3 index bits per group, 3-bit sca
 };
 struct DecIq1m {  // qs[32], qh[16] (per group 3 index bits and the shift's sign), scales[8] (+ d)
   static constexpr size_t kBytes = 56;
-  static float d(const uint8_t* wb) {
+  static float d(const uint8_t* wb) {  // quant::iq1_m_d's bits (no inline function shared across ISAs)
     uint16_t sc[4];
     __builtin_memcpy(sc, wb + 48, 8);
     return _cvtsh_ss(uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000)));
