@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Fuzzes a parser: scripts/fuzz.sh BUILD_DIR SECONDS [gguf|template]
+# Fuzzes a parser: scripts/fuzz.sh BUILD_DIR SECONDS [gguf|template|imatrix]
 # BUILD_DIR must hold fuzz_<target> built with -DMINFER_FUZZ=ON (clang).
 # gguf (default): the seed corpus is the first 64 KB of every GGUF file in ../shared plus a
 # small complete GGUF built here, so the fuzzer starts from real headers.
 # template: the seeds are the real chat templates in ../shared/templates.
+# imatrix: the seeds are a small legacy importance-matrix file and a small GGUF one built here.
 # Exits non-zero when the fuzzer finds a crash.
 set -euo pipefail
 BUILD_DIR=${1:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}
@@ -31,6 +32,29 @@ if [ "$TARGET" = template ]; then
     -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
 fi
 
+u32() { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)))"; }
+u64() { u32 "$1"; u32 0; }
+str() { u64 "${#1}"; printf '%s' "$1"; }
+
+if [ "$TARGET" = imatrix ]; then
+  # legacy: 2 entries (name length, name, ncall, nval, floats), then chunks and a dataset name
+  { u32 2; u32 8; printf 'a.weight'; u32 4; u32 2; u32 1065353216; u32 1073741824
+    u32 8; printf 'b.weight'; u32 0; u32 1; u32 1077936128; u32 10; u32 4; printf 'wiki'; } > "$SEED/legacy.dat"
+  # GGUF: the three metadata keys, a.weight.in_sum2 [2] and a.weight.counts [1] (F32)
+  { printf 'GGUF'; u32 3; u64 2; u64 3
+    str imatrix.datasets; u32 9; u32 8; u64 1; str wiki
+    str imatrix.chunk_count; u32 4; u32 10
+    str imatrix.chunk_size; u32 4; u32 512
+    str a.weight.in_sum2; u32 1; u64 2; u32 0; u64 0
+    str a.weight.counts; u32 1; u64 1; u32 0; u64 32; } > "$SEED/small.gguf"
+  size=$(stat -c %s "$SEED/small.gguf")
+  head -c $(( (32 - size % 32) % 32 )) /dev/zero >> "$SEED/small.gguf"
+  { u32 1065353216; u32 1073741824; head -c 24 /dev/zero; u32 1065353216; } >> "$SEED/small.gguf"
+  echo "fuzz.sh: 2 seeds in $SEED; fuzzing fuzz_imatrix for $SECONDS_TO_RUN s"
+  exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
+fi
+
 n=0
 for f in "$ROOT"/../shared/models/*.gguf "$ROOT"/../shared/vocab/*.gguf; do
   [ -f "$f" ] || continue
@@ -39,9 +63,6 @@ for f in "$ROOT"/../shared/models/*.gguf "$ROOT"/../shared/vocab/*.gguf; do
 done
 
 # A complete little-endian GGUF v3: 2 keys, 2 tensors (F32 [4], Q8_0 [32]), data.
-u32() { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)))"; }
-u64() { u32 "$1"; u32 0; }
-str() { u64 "${#1}"; printf '%s' "$1"; }
 {
   printf 'GGUF'; u32 3; u64 2; u64 2
   str general.architecture; u32 8; str llama

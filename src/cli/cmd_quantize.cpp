@@ -1,11 +1,13 @@
-// `minfer quantize IN.gguf OUT.gguf TYPE [--threads N]`: llama-quantize's job (same mixes,
-// same bytes), with a progress bar on a terminal and a size summary at the end.
+// `minfer quantize IN.gguf OUT.gguf TYPE [--threads N] [--imatrix FILE]`: llama-quantize's job
+// (same mixes, same bytes), with a progress bar on a terminal and a size summary at the end.
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "common/error.h"
+#include "tools/imatrix.h"
 #include "tools/quantize.h"
 #include "tools/quantize_rules.h"
 
@@ -21,7 +23,7 @@ int run_quantize(int argc, char** argv) {
     types += std::string(types.empty() ? "" : ", ") + std::string(n);
   CLI::App app{"Quantize a GGUF model with llama-quantize's per-tensor rules.\nTYPE: " + types,
                "minfer quantize"};
-  std::string in, out, type;
+  std::string in, out, type, imatrix_path;
   int threads = 0;
   bool quiet = false;
   app.add_option("input", in, "input model (.gguf)")->required();
@@ -29,15 +31,26 @@ int run_quantize(int argc, char** argv) {
   app.add_option("type", type, "target type, e.g. Q4_K_M, Q8_0")->required();
   app.add_option("-t,--threads", threads, "threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--imatrix", imatrix_path, "importance matrix from llama-imatrix (GGUF or legacy .dat)");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   cli::parse(app, argc, argv);
   if (!tools::find_ftype(type)) fail("unknown type '{}': expected one of {}", type, types);
   if (in == out) fail("output {} would overwrite the input", out);
 
+  std::optional<tools::Imatrix> imatrix;
+  if (!imatrix_path.empty()) {
+    imatrix = tools::load_imatrix(imatrix_path);
+    if (!quiet)
+      std::fprintf(stderr, "imatrix %s: %zu entries, %d chunks%s%s\n", imatrix_path.c_str(), imatrix->weights.size(),
+                   imatrix->chunk_count, imatrix->datasets.empty() ? "" : ", dataset ",
+                   imatrix->datasets.empty() ? "" : imatrix->datasets[0].c_str());
+  }
+
   cli::Progress bar("quantizing", !quiet);
   const tools::QuantizeReport r = tools::quantize_model(
       in, out, type, threads,
-      [&](int done, int total, const std::string&) { bar.update(double(done) / total); });
+      [&](int done, int total, const std::string&) { bar.update(double(done) / total); },
+      imatrix ? &*imatrix : nullptr);
   bar.finish();
 
   std::fprintf(stderr, "%s: %d tensors, %d converted", out.c_str(), r.n_tensors, r.n_converted);

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
+#include "tools/imatrix.h"
 #include "tools/quantize_rules.h"
 
 namespace minfer::tools {
@@ -50,9 +51,10 @@ ModelShape model_shape(const gguf::File& f) {
 }
 
 // Converts a whole tensor row by row: dequantize (unless F32) then quantize, rows split
-// across OpenMP threads. The first failure is rethrown after the parallel region.
+// across OpenMP threads; `imatrix` (or nullptr): ne[0] weights per expert (ne[2]), each
+// expert's rows taking theirs. The first failure is rethrown after the parallel region.
 void convert_tensor(const gguf::TensorInfo& t, GgmlType dst_type, uint8_t* dst, int n_threads,
-                    const std::string& path) {
+                    const std::string& path, const float* imatrix) {
   const int64_t nx = t.ne[0];
   const int64_t nrows = nx > 0 ? t.n_elements() / nx : 0;
   const size_t src_rs = row_size(t.type, nx);
@@ -73,7 +75,8 @@ void convert_tensor(const gguf::TensorInfo& t, GgmlType dst_type, uint8_t* dst, 
           quant::dequantize_row(t.type, src, buf.data(), nx);
           row = buf.data();
         }
-        quant::quantize_row(dst_type, row, dst + size_t(r) * dst_rs, nx);
+        const float* qw = imatrix ? imatrix + (r / std::max<int64_t>(1, t.ne[1])) * nx : nullptr;
+        quant::quantize_row(dst_type, row, dst + size_t(r) * dst_rs, nx, qw);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(mu);
         if (!first_error)
@@ -85,11 +88,24 @@ void convert_tensor(const gguf::TensorInfo& t, GgmlType dst_type, uint8_t* dst, 
   if (first_error) throw Error(*first_error);
 }
 
+// The tensor's importance weights: ne[0] x ne[2] values, or none when the imatrix has no entry
+// for it (llama-quantize goes on without them). A size mismatch is an error except for
+// token_embd, whose entry llama-quantize ignores.
+const float* imatrix_for(const Imatrix* m, const gguf::TensorInfo& t, const std::string& path) {
+  if (!m) return nullptr;
+  const auto it = m->weights.find(t.name);
+  if (it == m->weights.end()) return nullptr;
+  if (int64_t(it->second.size()) == t.ne[0] * t.ne[2]) return it->second.data();
+  if (t.name == "token_embd.weight") return nullptr;
+  fail("{}: imatrix {} has {} values for tensor {}, which needs {} (row length x experts)", path, m->path,
+       it->second.size(), t.name, t.ne[0] * t.ne[2]);
+}
+
 }  // namespace
 
 QuantizeReport quantize_model(const std::string& in, const std::string& out,
                               const std::string& ftype_name, int n_threads,
-                              const ProgressFn& progress) {
+                              const ProgressFn& progress, const Imatrix* imatrix) {
   const Ftype* ftype = find_ftype(ftype_name);
   if (!ftype) {
     std::string names;
@@ -106,9 +122,12 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out,
     return llama_tensor_order(a->name, b->name);
   });
 
-  TypePlanner planner(*ftype, model_shape(*f));
+  ModelShape shape = model_shape(*f);
+  shape.has_imatrix = imatrix != nullptr;
+  TypePlanner planner(*ftype, shape);
   QuantizeReport report;
   std::vector<GgmlType> types;
+  std::vector<const float*> weights;  // per tensor in `order`: its imatrix entry or nullptr
   for (const gguf::TensorInfo* t : order) {
     GgmlType type = t->type;
     if (should_quantize(t->name, t->n_dims)) type = planner.choose(t->name, t->ne);
@@ -120,6 +139,7 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out,
              type_name(type));
       ++report.n_converted;
     }
+    weights.push_back(type != t->type ? imatrix_for(imatrix, *t, in) : nullptr);
     types.push_back(type);
     report.types.emplace_back(t->name, type);
     report.bytes_in += t->nbytes;
@@ -135,18 +155,25 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out,
   });
   w.set("general.quantization_version", gguf::Value::u32(2));
   w.set("general.file_type", gguf::Value::u32(ftype->value));
+  if (imatrix) {  // llama-quantize's record of the imatrix
+    w.set("quantize.imatrix.file", gguf::Value::str(imatrix->path));
+    if (!imatrix->datasets.empty()) w.set("quantize.imatrix.dataset", gguf::Value::str(imatrix->datasets[0]));
+    w.set("quantize.imatrix.entries_count", gguf::Value::u32(uint32_t(imatrix->weights.size())));
+    if (imatrix->chunk_count > 0) w.set("quantize.imatrix.chunks_count", gguf::Value::u32(uint32_t(imatrix->chunk_count)));
+  }
 
   int done = 0;
   const int total = int(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
     const gguf::TensorInfo* t = order[i];
     const GgmlType type = types[i];
+    const float* qw = weights[i];
     std::vector<int64_t> ne(t->ne.begin(), t->ne.begin() + std::max<uint32_t>(1, t->n_dims));
-    w.add_tensor(t->name, type, std::move(ne), [&, t, type](uint8_t* dst, size_t nbytes) {
+    w.add_tensor(t->name, type, std::move(ne), [&, t, type, qw](uint8_t* dst, size_t nbytes) {
       if (type == t->type) {
         std::copy(t->data, t->data + std::min<uint64_t>(nbytes, t->nbytes), dst);
       } else {
-        convert_tensor(*t, type, dst, n_threads, in);
+        convert_tensor(*t, type, dst, n_threads, in, qw);
       }
       ++done;
       if (progress) progress(done, total, t->name);

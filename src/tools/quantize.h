@@ -23,15 +23,20 @@ struct QuantizeReport {
   std::vector<std::pair<std::string, GgmlType>> types;  // output tensors, in file order
 };
 
+struct Imatrix;
+
 // Called after each tensor is written: (tensors done, total, name of the last one).
 using ProgressFn = std::function<void(int done, int total, const std::string& name)>;
 
 // ftype_name: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, Q3_K_M, Q3_K_L,
 // Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS (case-insensitive). n_threads <= 0: all
-// cores. Throws minfer::Error naming the file/tensor on any failure; `out` is only
-// replaced when everything succeeded.
+// cores. With an importance matrix (imatrix.h) each converted tensor found in it is quantized
+// with its weights, as llama-quantize --imatrix does (an entry whose size is not the tensor's
+// row length x experts is an Error, except for token_embd, which then goes without), and the
+// output records the imatrix in llama-quantize's quantize.imatrix.* keys. Throws minfer::Error
+// naming the file/tensor on any failure; `out` is only replaced when everything succeeded.
 QuantizeReport quantize_model(const std::string& in, const std::string& out,
                               const std::string& ftype_name, int n_threads,
-                              const ProgressFn& progress = {});
+                              const ProgressFn& progress = {}, const Imatrix* imatrix = nullptr);
 
 }  // namespace minfer::tools

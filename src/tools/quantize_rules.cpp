@@ -26,6 +26,8 @@ constexpr Ftype kFtypes[] = {
 };
 
 enum Ft : uint32_t {
+  kQ4_0 = 2,
+  kQ5_0 = 8,
   kQ2_K = 10,
   kQ3_K_S = 11,
   kQ3_K_M = 12,
@@ -216,12 +218,15 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
                                               : GgmlType::Q4_K;
       else if (use_more_bits(i_layer, n_layer))
         t = GgmlType::Q6_K;
-    } else if (i_layer < n_layer / 8 && iq4) {  // (no imatrix support here)
+    } else if (i_layer < n_layer / 8 && iq4 && !shape_.has_imatrix) {
       t = GgmlType::Q5_K;
     } else if (ft == kQ5_K_M && use_more_bits(i_layer, n_layer)) {
       t = GgmlType::Q6_K;
     } else if (ft == kQ4_K_S && !falcon && i_layer < n_layer / 8) {
       t = GgmlType::Q5_K;
+    } else if ((ft == kQ4_0 || ft == kQ5_0) && shape_.has_imatrix && i_layer < n_layer / 8) {
+      // llama.cpp guards the first layers' ffn_down against Q4_0/Q5_0 only with an imatrix.
+      t = ft == kQ4_0 ? GgmlType::Q4_1 : GgmlType::Q5_1;
     }
     ++i_ffn_down_;
   } else if (contains(name, "attn_output.weight")) {

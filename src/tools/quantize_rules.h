@@ -32,6 +32,7 @@ struct ModelShape {
   int n_expert = 0;         // {arch}.expert_count
   bool has_output = false;  // an "output.weight" tensor exists (else token_embd is tied)
   int n_attention_wv = 0;   // tensors named *attn_v.weight, *attn_qkv.weight, *attn_kv_b.weight
+  bool has_imatrix = false; // quantizing with an importance matrix (a few rules depend on it)
 };
 
 // llama.cpp's processing order: tensors sorted by layer number ("blk.N."; others first),

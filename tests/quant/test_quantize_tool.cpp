@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <random>
@@ -20,6 +21,7 @@
 #include "common/test_data.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
+#include "tools/imatrix.h"
 #include "tools/quantize.h"
 
 using namespace minfer;
@@ -424,4 +426,162 @@ TEST_F(QuantizeTool, CommandLine) {
   EXPECT_NE(r.err.find("nope.gguf"), std::string::npos) << r.err;
   r = run_minfer("quantize " + p("in.gguf"));  // missing arguments: usage error
   EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+// ---- --imatrix: llama-imatrix's files, both formats --------------------------------------------
+
+namespace {
+
+// Importance weights for every matrix of `s` (ne0 values each), deterministic and uneven.
+std::map<std::string, std::vector<float>> imatrix_weights(const Spec& s) {
+  std::map<std::string, std::vector<float>> m;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(0.05f, 4.0f);
+  auto add = [&](const std::string& name, int64_t ne0) {
+    auto& v = m[name];
+    for (int64_t i = 0; i < ne0; ++i) v.push_back(u(rng) * (i % 5 == 0 ? 30.0f : 1.0f));
+  };
+  for (int i = 0; i < s.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    for (const char* n : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up"})
+      add(p + n + ".weight", s.n_embd);
+    add(p + "ffn_down.weight", s.n_ff);
+  }
+  add("output.weight", s.n_embd);
+  return m;
+}
+
+void put_i32(std::string& b, int32_t v) { b.append(reinterpret_cast<const char*>(&v), 4); }
+
+// The legacy binary format, values stored times ncall (8: exact in float).
+std::string legacy_imatrix(const std::map<std::string, std::vector<float>>& m, int32_t ncall = 8) {
+  std::string b;
+  put_i32(b, int32_t(m.size()));
+  for (const auto& [name, v] : m) {
+    put_i32(b, int32_t(name.size()));
+    b += name;
+    put_i32(b, ncall);
+    put_i32(b, int32_t(v.size()));
+    for (float x : v) {
+      const float y = x * float(ncall);
+      b.append(reinterpret_cast<const char*>(&y), 4);
+    }
+  }
+  put_i32(b, 42);  // chunks
+  put_i32(b, 8);
+  b += "wiki.txt";
+  return b;
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// The GGUF format: NAME.in_sum2 (values x count) and NAME.counts, with its metadata keys.
+void gguf_imatrix(const std::map<std::string, std::vector<float>>& m, const std::string& path, bool meta = true) {
+  gguf::Writer w;
+  if (meta) {
+    w.set("imatrix.datasets", gguf::Value::string_array({"wiki.txt"}));
+    w.set("imatrix.chunk_count", gguf::Value::u32(42));
+    w.set("imatrix.chunk_size", gguf::Value::u32(512));
+  }
+  static std::vector<std::vector<float>> keep;
+  keep.clear();
+  keep.reserve(2 * m.size());
+  for (const auto& [name, v] : m) {
+    auto& sums = keep.emplace_back(v);
+    for (float& x : sums) x *= 16.0f;
+    w.add_tensor(name + ".in_sum2", GgmlType::F32, {int64_t(v.size()), 1}, sums.data());
+    auto& counts = keep.emplace_back(std::vector<float>{16.0f});
+    w.add_tensor(name + ".counts", GgmlType::F32, {1, 1}, counts.data());
+  }
+  w.write(path);
+}
+
+std::vector<uint8_t> tensor_bytes(const std::string& path, const std::string& name) {
+  const auto f = gguf::File::open(path);
+  const gguf::TensorInfo* t = f->find_tensor(name);
+  return {t->data, t->data + t->nbytes};
+}
+
+}  // namespace
+
+TEST_F(QuantizeTool, ImatrixWeightsEachTensorAndChangesTheRules) {
+  const Values v = write_llama(k8, p("in.gguf"));
+  const auto weights = imatrix_weights(k8);
+  write_file(p("im.dat"), legacy_imatrix(weights));
+  gguf_imatrix(weights, p("im.gguf"));
+  const tools::Imatrix legacy = tools::load_imatrix(p("im.dat"));
+  const tools::Imatrix gg = tools::load_imatrix(p("im.gguf"));
+  ASSERT_EQ(legacy.weights, weights);  // (values x 8 / 8 and x 16 / 16 are exact)
+  ASSERT_EQ(gg.weights, weights);
+  EXPECT_EQ(legacy.chunk_count, 42);
+  EXPECT_EQ(gg.chunk_count, 42);
+  EXPECT_EQ(legacy.datasets, std::vector<std::string>{"wiki.txt"});
+  EXPECT_EQ(gg.datasets, std::vector<std::string>{"wiki.txt"});
+
+  // Each converted tensor is quantize_rows with its own weights; both formats give one file.
+  tools::quantize_model(p("in.gguf"), p("a.gguf"), "Q4_K_M", 2, {}, &legacy);
+  tools::quantize_model(p("in.gguf"), p("b.gguf"), "Q4_K_M", 2, {}, &gg);
+  const auto types = types_of(p("a.gguf"));
+  for (const std::string name : {"blk.2.attn_q.weight", "blk.7.ffn_down.weight", "output.weight"}) {
+    const std::vector<float>& x = v.at(name);
+    const int64_t nx = name.find("ffn_down") != std::string::npos ? k8.n_ff : k8.n_embd;
+    const GgmlType t = types.at(name);
+    std::vector<uint8_t> want(row_size(t, nx) * (x.size() / size_t(nx)));
+    quant::quantize_rows(t, x.data(), want.data(), int64_t(x.size()) / nx, nx, weights.at(name).data());
+    EXPECT_EQ(tensor_bytes(p("a.gguf"), name), want) << name;
+    std::vector<uint8_t> plain(want.size());
+    quant::quantize_rows(t, x.data(), plain.data(), int64_t(x.size()) / nx, nx);
+    EXPECT_NE(plain, want) << name << ": the imatrix changed nothing";
+  }
+  for (const auto& [name, t] : types) EXPECT_EQ(tensor_bytes(p("a.gguf"), name), tensor_bytes(p("b.gguf"), name)) << name;
+
+  // llama-quantize's record of it.
+  const auto f = gguf::File::open(p("a.gguf"));
+  EXPECT_EQ(f->get_string("quantize.imatrix.file"), p("im.dat"));
+  EXPECT_EQ(f->get_string("quantize.imatrix.dataset"), "wiki.txt");
+  EXPECT_EQ(f->get_uint("quantize.imatrix.entries_count"), weights.size());
+  EXPECT_EQ(f->get_uint("quantize.imatrix.chunks_count"), 42u);
+
+  // The rules that depend on an imatrix (first eighth of ffn_down: layer 0 of 8): IQ4_XS no
+  // longer bumps it to Q5_K; Q4_0 and Q5_0 guard it with Q4_1 / Q5_1.
+  tools::quantize_model(p("in.gguf"), p("xs.gguf"), "IQ4_XS", 2, {}, &legacy);
+  EXPECT_EQ(types_of(p("xs.gguf")).at("blk.0.ffn_down.weight"), GgmlType::IQ4_XS);
+  tools::quantize_model(p("in.gguf"), p("q40.gguf"), "Q4_0", 2, {}, &legacy);
+  EXPECT_EQ(types_of(p("q40.gguf")).at("blk.0.ffn_down.weight"), GgmlType::Q4_1);
+  EXPECT_EQ(types_of(p("q40.gguf")).at("blk.1.ffn_down.weight"), GgmlType::Q4_0);
+  tools::quantize_model(p("in.gguf"), p("q50.gguf"), "Q5_0", 2, {}, &legacy);
+  EXPECT_EQ(types_of(p("q50.gguf")).at("blk.0.ffn_down.weight"), GgmlType::Q5_1);
+}
+
+TEST_F(QuantizeTool, BadImatrixFilesAreErrors) {
+  write_llama(k8, p("in.gguf"));
+  auto weights = imatrix_weights(k8);
+  const std::string good = legacy_imatrix(weights);
+  for (size_t cut : {size_t(0), size_t(3), size_t(10), good.size() / 2}) {
+    write_file(p("cut.dat"), good.substr(0, cut));
+    EXPECT_THROW(tools::load_imatrix(p("cut.dat")), Error) << cut;
+  }
+  EXPECT_THROW(tools::load_imatrix(p("missing.dat")), Error);
+  auto bad = weights;
+  bad["blk.1.attn_q.weight"][3] = std::nanf("");
+  write_file(p("nan.dat"), legacy_imatrix(bad));
+  EXPECT_THROW(tools::load_imatrix(p("nan.dat")), Error);
+  gguf_imatrix(weights, p("nometa.gguf"), false);
+  EXPECT_THROW(tools::load_imatrix(p("nometa.gguf")), Error);
+
+  // An entry whose size does not match its tensor: an error, and no output file.
+  auto wrong = weights;
+  wrong["blk.3.attn_k.weight"].pop_back();
+  write_file(p("wrong.dat"), legacy_imatrix(wrong));
+  const tools::Imatrix m = tools::load_imatrix(p("wrong.dat"));
+  EXPECT_THROW(tools::quantize_model(p("in.gguf"), p("out.gguf"), "Q4_K_M", 2, {}, &m), Error);
+  EXPECT_FALSE(fs::exists(p("out.gguf")));
+  // Except for token_embd, which llama-quantize then quantizes without weights.
+  auto emb = weights;
+  emb["token_embd.weight"] = std::vector<float>(7, 1.0f);
+  write_file(p("emb.dat"), legacy_imatrix(emb));
+  const tools::Imatrix e = tools::load_imatrix(p("emb.dat"));
+  EXPECT_NO_THROW(tools::quantize_model(p("in.gguf"), p("out.gguf"), "Q4_K_M", 2, {}, &e));
 }
