@@ -311,8 +311,8 @@ constexpr Iq4Table kIq4Offset128;
 // The i-quants: signed values stored + 128 (unsigned for vpdpbusd; Q8KSums::off128_* takes the
 // 128 back), integer scales per sub-block, one float d (the lattice types' final 1/8 or 1/4
 // folded in: a power of two, so the products and sums round as the scalar path's), no mins.
-// Off128Panel: 8 sub-blocks of 32 (IQ4_XS, IQ2_XXS, IQ3_XXS, IQ3_S); Off128Sub16Panel: 16 of 16
-// (IQ2_XS, IQ2_S, whose scales are per 16 columns).
+// Off128Panel: 8 sub-blocks of 32 (IQ4_XS, IQ2_XXS, IQ3_XXS, IQ3_S, IQ1_S); Off128Sub16Panel:
+// 16 of 16 (IQ2_XS, IQ2_S, IQ1_M, whose scales are per 16 columns).
 struct Off128Panel {
   static constexpr size_t kBlock = kQuantBytes + 8 * 64 + 64;  // quants, sc[8], d
 };
@@ -348,6 +348,22 @@ inline float lattice_panel_row(const uint8_t* wb, uint8_t* q, int32_t* sc16) {
     sc16[2 * ib + 1] = _mm256_extract_epi16(d.scale, 8);
   }
   return f16(wb) * D::kFinal;
+}
+
+// IQ1_S / IQ1_M rows: 8 x grid +- 1 (the shift's sign) + 128, so that one integer sum is
+// dot_iq1_*'s 8 x sumi + sumi1, and d / 8: float(8 sumi + sumi1) / 8 is float(sumi) +
+// float(sumi1) / 8 rounded once, as the scalar path rounds it (both exact below 2^24).
+template <class D>
+inline float iq1_panel_row(const uint8_t* wb, uint8_t* q, int32_t* sc16) {
+  for (int ib = 0; ib < 8; ++ib) {
+    const Iq1Sub d = D::sub(wb, ib);
+    const __m256i g2 = _mm256_add_epi8(d.g, d.g), g4 = _mm256_add_epi8(g2, g2);
+    const __m256i v = _mm256_add_epi8(_mm256_add_epi8(g4, g4), d.delta);
+    _mm256_store_si256((__m256i*)(q + 32 * ib), _mm256_add_epi8(v, _mm256_set1_epi8(char(0x80))));
+    sc16[2 * ib] = _mm256_extract_epi16(d.scale, 0);
+    sc16[2 * ib + 1] = _mm256_extract_epi16(d.scale, 8);
+  }
+  return D::d(wb) * 0.125f;
 }
 
 // sum over i of a[i] * b[i], 16 int16 each (a super-block's scales or mins against its bsums).
@@ -387,8 +403,10 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
     const uint8_t* wb;
     if constexpr (std::is_same_v<K, Off128Sub16Panel>) {
       int32_t sc16[16];
-      const float d = type == GgmlType::IQ2_XS ? lattice_panel_row<DecIq2xs>(w + size_t(r) * ws + b * 74, q, sc16)
-                                               : lattice_panel_row<DecIq2s>(w + size_t(r) * ws + b * 82, q, sc16);
+      const uint8_t* lb = w + size_t(r) * ws + b * type_traits(type).type_size;
+      const float d = type == GgmlType::IQ2_XS  ? lattice_panel_row<DecIq2xs>(lb, q, sc16)
+                      : type == GgmlType::IQ2_S ? lattice_panel_row<DecIq2s>(lb, q, sc16)
+                                                : iq1_panel_row<DecIq1m>(lb, q, sc16);
       for (int j = 0; j < 16; ++j) sc[16 * j + r] = sc16[j];
       reinterpret_cast<float*>(pb + kQuantBytes + 16 * 64)[r] = d;
       continue;
@@ -399,7 +417,8 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
         const uint8_t* lb = w + size_t(r) * ws + b * bs;
         const float d = type == GgmlType::IQ2_XXS   ? lattice_panel_row<DecIq2xxs>(lb, q, sc16)
                         : type == GgmlType::IQ3_XXS ? lattice_panel_row<DecIq3xxs>(lb, q, sc16)
-                                                    : lattice_panel_row<DecIq3s>(lb, q, sc16);
+                        : type == GgmlType::IQ3_S   ? lattice_panel_row<DecIq3s>(lb, q, sc16)
+                                                    : iq1_panel_row<DecIq1s>(lb, q, sc16);
         for (int j = 0; j < 8; ++j) sc[16 * j + r] = sc16[2 * j];  // (one scale per 32 columns)
         reinterpret_cast<float*>(pb + kQuantBytes + 8 * 64)[r] = d;
         continue;
@@ -1381,9 +1400,11 @@ DotTileFn dot_tile_avx512(GgmlType t) {
     // The lattice i-quants: prompts on the offset panels, one token on the 256-bit tiles.
     case GgmlType::IQ2_XXS:
     case GgmlType::IQ3_XXS:
-    case GgmlType::IQ3_S: return kq_gemm<Off128Panel>;
+    case GgmlType::IQ3_S:
+    case GgmlType::IQ1_S: return kq_gemm<Off128Panel>;
     case GgmlType::IQ2_XS:
-    case GgmlType::IQ2_S: return kq_gemm<Off128Sub16Panel>;
+    case GgmlType::IQ2_S:
+    case GgmlType::IQ1_M: return kq_gemm<Off128Sub16Panel>;
     default: return nullptr;
   }
 }
