@@ -223,32 +223,67 @@ float dot_iq4_xs(int64_t n, const block_iq4_xs* w, const block_q8_K* x) {
 
 // The lattice i-quants: integer sums per super-block of grid value x activation (signs applied
 // as integers), block scales as integers, then one float step, as ggml's generic
-// vec_dot_iq*_q8_K (IQ2's odd scales 2s + 1 and the final 1/8, IQ3_XXS's 1/4).
-inline int signed_group(uint64_t grid, uint8_t signs, const int8_t* q8, int n) {
+// vec_dot_iq*_q8_K (IQ2's odd scales 2s + 1 and the final 1/8, IQ3_XXS's 1/4). Each type says
+// where group l (8 values) of block ib finds its grid bytes, its sign byte, and the scale of
+// half h (16 columns; the same for both halves where a type scales per 32).
+inline int signed_group(uint64_t grid, uint8_t signs, const int8_t* q8) {
   int sum = 0;
-  for (int j = 0; j < n; ++j) sum += int(uint8_t(grid >> (8 * j))) * q8[j] * ((signs >> j) & 1 ? -1 : 1);
+  for (int j = 0; j < 8; ++j) sum += int(uint8_t(grid >> (8 * j))) * q8[j] * ((signs >> j) & 1 ? -1 : 1);
   return sum;
 }
-
-float dot_iq2_xxs(int64_t n, const block_iq2_xxs* w, const block_q8_K* x) {
-  float s = 0.0f;
-  for (int64_t b = 0; b < n / QK_K; ++b) {
-    const int8_t* q8 = x[b].qs;
-    int32_t bsum = 0;
-    for (int ib = 0; ib < QK_K / 32; ++ib) {
-      uint32_t aux[2];
-      std::memcpy(aux, w[b].qs + 4 * ib, 8);
-      int32_t sumi = 0;
-      for (int l = 0; l < 4; ++l, q8 += 8)
-        sumi += signed_group(kIq2xxsGrid.v[(aux[0] >> (8 * l)) & 0xff], iq_signs((aux[1] >> (7 * l)) & 127), q8, 8);
-      bsum += sumi * int32_t(2 * (aux[1] >> 28) + 1);
-    }
-    s += (h2f(w[b].d) * x[b].d) * float(bsum);
-  }
-  return 0.125f * s;
+inline uint32_t u32_at(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
 }
+inline int iq_odd_scale(int nibble) { return 2 * nibble + 1; }
 
-float dot_iq2_xs(int64_t n, const block_iq2_xs* w, const block_q8_K* x) {
+struct LatIq2xxs {
+  using Block = block_iq2_xxs;
+  static constexpr float kFinal = 0.125f;
+  static uint64_t grid(const Block& b, int ib, int l) { return kIq2xxsGrid.v[(u32_at(b.qs + 4 * ib) >> (8 * l)) & 255]; }
+  static uint8_t signs(const Block& b, int ib, int l) { return iq_signs((u32_at(b.qs + 4 * ib + 2) >> (7 * l)) & 127); }
+  static int scale(const Block& b, int ib, int) { return iq_odd_scale(int(u32_at(b.qs + 4 * ib + 2) >> 28)); }
+};
+struct LatIq2xs {
+  using Block = block_iq2_xs;
+  static constexpr float kFinal = 0.125f;
+  static uint64_t grid(const Block& b, int ib, int l) { return kIq2xsGrid.v[b.qs[4 * ib + l] & 511]; }
+  static uint8_t signs(const Block& b, int ib, int l) { return iq_signs(b.qs[4 * ib + l] >> 9); }
+  static int scale(const Block& b, int ib, int h) { return iq_odd_scale((b.scales[ib] >> (4 * h)) & 0xf); }
+};
+struct LatIq2s {
+  using Block = block_iq2_s;
+  static constexpr float kFinal = 0.125f;
+  static uint64_t grid(const Block& b, int ib, int l) {
+    return kIq2sGrid.v[b.qs[4 * ib + l] | ((b.qh[ib] << (8 - 2 * l)) & 0x300)];
+  }
+  static uint8_t signs(const Block& b, int ib, int l) { return b.qs[QK_K / 8 + 4 * ib + l]; }
+  static int scale(const Block& b, int ib, int h) { return iq_odd_scale((b.scales[ib] >> (4 * h)) & 0xf); }
+};
+struct LatIq3xxs {  // a group is two 4-value grid entries
+  using Block = block_iq3_xxs;
+  static constexpr float kFinal = 0.25f;
+  static uint64_t grid(const Block& b, int ib, int l) {
+    return kIq3xxsGrid.v[b.qs[8 * ib + 2 * l]] | uint64_t(kIq3xxsGrid.v[b.qs[8 * ib + 2 * l + 1]]) << 32;
+  }
+  static uint8_t signs(const Block& b, int ib, int l) { return iq_signs((u32_at(b.qs + QK_K / 4 + 4 * ib) >> (7 * l)) & 127); }
+  static int scale(const Block& b, int ib, int) { return iq_odd_scale(int(u32_at(b.qs + QK_K / 4 + 4 * ib) >> 28)); }
+};
+struct LatIq3s {
+  using Block = block_iq3_s;
+  static constexpr float kFinal = 1.0f;
+  static uint64_t grid(const Block& b, int ib, int l) {
+    const int qh = b.qh[ib];
+    return kIq3sGrid.v[b.qs[8 * ib + 2 * l] | ((qh << (8 - 2 * l)) & 256)] |
+           uint64_t(kIq3sGrid.v[b.qs[8 * ib + 2 * l + 1] | ((qh << (7 - 2 * l)) & 256)]) << 32;
+  }
+  static uint8_t signs(const Block& b, int ib, int l) { return b.signs[4 * ib + l]; }
+  static int scale(const Block& b, int ib, int) { return iq_odd_scale((b.scales[ib / 2] >> (4 * (ib % 2))) & 0xf); }
+};
+
+template <class L>
+float dot_lattice(int64_t n, const typename L::Block* w, const block_q8_K* x) {
   float s = 0.0f;
   for (int64_t b = 0; b < n / QK_K; ++b) {
     const int8_t* q8 = x[b].qs;
@@ -256,76 +291,12 @@ float dot_iq2_xs(int64_t n, const block_iq2_xs* w, const block_q8_K* x) {
     for (int ib = 0; ib < QK_K / 32; ++ib)
       for (int h = 0; h < 2; ++h) {
         int32_t sumi = 0;
-        for (int l = 2 * h; l < 2 * h + 2; ++l, q8 += 8) {
-          const uint16_t q = w[b].qs[4 * ib + l];
-          sumi += signed_group(kIq2xsGrid.v[q & 511], iq_signs(q >> 9), q8, 8);
-        }
-        bsum += sumi * (2 * ((w[b].scales[ib] >> (4 * h)) & 0xf) + 1);
+        for (int l = 2 * h; l < 2 * h + 2; ++l, q8 += 8) sumi += signed_group(L::grid(w[b], ib, l), L::signs(w[b], ib, l), q8);
+        bsum += sumi * L::scale(w[b], ib, h);
       }
     s += (h2f(w[b].d) * x[b].d) * float(bsum);
   }
-  return 0.125f * s;
-}
-
-float dot_iq2_s(int64_t n, const block_iq2_s* w, const block_q8_K* x) {
-  float s = 0.0f;
-  for (int64_t b = 0; b < n / QK_K; ++b) {
-    const int8_t* q8 = x[b].qs;
-    const uint8_t* qs = w[b].qs;
-    const uint8_t* signs = w[b].qs + QK_K / 8;
-    int32_t bsum = 0;
-    for (int ib = 0; ib < QK_K / 32; ++ib, qs += 4, signs += 4)
-      for (int h = 0; h < 2; ++h) {
-        int32_t sumi = 0;
-        for (int l = 2 * h; l < 2 * h + 2; ++l, q8 += 8)
-          sumi += signed_group(kIq2sGrid.v[qs[l] | ((w[b].qh[ib] << (8 - 2 * l)) & 0x300)], signs[l], q8, 8);
-        bsum += sumi * (2 * ((w[b].scales[ib] >> (4 * h)) & 0xf) + 1);
-      }
-    s += (h2f(w[b].d) * x[b].d) * float(bsum);
-  }
-  return 0.125f * s;
-}
-
-float dot_iq3_xxs(int64_t n, const block_iq3_xxs* w, const block_q8_K* x) {
-  float s = 0.0f;
-  for (int64_t b = 0; b < n / QK_K; ++b) {
-    const int8_t* q8 = x[b].qs;
-    const uint8_t* q3 = w[b].qs;
-    int32_t bsum = 0;
-    for (int ib = 0; ib < QK_K / 32; ++ib, q3 += 8) {
-      uint32_t aux;
-      std::memcpy(&aux, w[b].qs + QK_K / 4 + 4 * ib, 4);
-      int32_t sumi = 0;
-      for (int l = 0; l < 4; ++l, q8 += 8) {
-        const uint8_t signs = iq_signs((aux >> (7 * l)) & 127);
-        sumi += signed_group(kIq3xxsGrid.v[q3[2 * l]], signs, q8, 4) +
-                signed_group(kIq3xxsGrid.v[q3[2 * l + 1]], uint8_t(signs >> 4), q8 + 4, 4);
-      }
-      bsum += sumi * int32_t(2 * (aux >> 28) + 1);
-    }
-    s += (h2f(w[b].d) * x[b].d) * float(bsum);
-  }
-  return 0.25f * s;
-}
-
-float dot_iq3_s(int64_t n, const block_iq3_s* w, const block_q8_K* x) {
-  float s = 0.0f;
-  for (int64_t b = 0; b < n / QK_K; ++b) {
-    const int8_t* q8 = x[b].qs;
-    const uint8_t* qs = w[b].qs;
-    const uint8_t* signs = w[b].signs;
-    int32_t bsum = 0;
-    for (int ib = 0; ib < QK_K / 32; ++ib, qs += 8, signs += 4) {
-      const int qh = w[b].qh[ib];
-      int32_t sumi = 0;
-      for (int l = 0; l < 4; ++l, q8 += 8)
-        sumi += signed_group(kIq3sGrid.v[qs[2 * l] | ((qh << (8 - 2 * l)) & 256)], signs[l], q8, 4) +
-                signed_group(kIq3sGrid.v[qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256)], uint8_t(signs[l] >> 4), q8 + 4, 4);
-      bsum += sumi * (2 * ((w[b].scales[ib / 2] >> (4 * (ib % 2))) & 0xf) + 1);
-    }
-    s += (h2f(w[b].d) * x[b].d) * float(bsum);
-  }
-  return s;
+  return L::kFinal * s;
 }
 
 // IQ1: grid values in {-1, 0, 1} plus a shift of +-1/8 per group: sum(q8 x grid) and the
@@ -492,11 +463,11 @@ float vec_dot_scalar(GgmlType t, int64_t n, const void* w, const void* x) {
     case GgmlType::Q5_K: return dot_q45_K<true>(n, (const block_q5_K*)w, (const block_q8_K*)x);
     case GgmlType::Q6_K: return dot_q6_K(n, (const block_q6_K*)w, (const block_q8_K*)x);
     case GgmlType::IQ4_XS: return dot_iq4_xs(n, (const block_iq4_xs*)w, (const block_q8_K*)x);
-    case GgmlType::IQ2_XXS: return dot_iq2_xxs(n, (const block_iq2_xxs*)w, (const block_q8_K*)x);
-    case GgmlType::IQ2_XS: return dot_iq2_xs(n, (const block_iq2_xs*)w, (const block_q8_K*)x);
-    case GgmlType::IQ2_S: return dot_iq2_s(n, (const block_iq2_s*)w, (const block_q8_K*)x);
-    case GgmlType::IQ3_XXS: return dot_iq3_xxs(n, (const block_iq3_xxs*)w, (const block_q8_K*)x);
-    case GgmlType::IQ3_S: return dot_iq3_s(n, (const block_iq3_s*)w, (const block_q8_K*)x);
+    case GgmlType::IQ2_XXS: return dot_lattice<LatIq2xxs>(n, (const block_iq2_xxs*)w, (const block_q8_K*)x);
+    case GgmlType::IQ2_XS: return dot_lattice<LatIq2xs>(n, (const block_iq2_xs*)w, (const block_q8_K*)x);
+    case GgmlType::IQ2_S: return dot_lattice<LatIq2s>(n, (const block_iq2_s*)w, (const block_q8_K*)x);
+    case GgmlType::IQ3_XXS: return dot_lattice<LatIq3xxs>(n, (const block_iq3_xxs*)w, (const block_q8_K*)x);
+    case GgmlType::IQ3_S: return dot_lattice<LatIq3s>(n, (const block_iq3_s*)w, (const block_q8_K*)x);
     case GgmlType::IQ1_S: return dot_iq1_s(n, (const block_iq1_s*)w, (const block_q8_K*)x);
     case GgmlType::IQ1_M: return dot_iq1_m(n, (const block_iq1_m*)w, (const block_q8_K*)x);
     default: fail("cpu: no dot product for weight type {}", type_name(t));

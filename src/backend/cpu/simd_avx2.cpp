@@ -50,14 +50,14 @@ DotTileFn dot_tile_avx2(GgmlType t) {
     case GgmlType::Q4_K: return q45k_tiles<false>;
     case GgmlType::Q5_K: return q45k_tiles<true>;
     case GgmlType::Q6_K: return q6k_tiles;
-    case GgmlType::IQ4_XS: return iq4xs_tiles;
+    case GgmlType::IQ4_XS: return iqlat_tiles<DecIq4xs>;
     case GgmlType::IQ2_XXS: return iqlat_tiles<DecIq2xxs>;
     case GgmlType::IQ2_XS: return iqlat_tiles<DecIq2xs>;
     case GgmlType::IQ2_S: return iqlat_tiles<DecIq2s>;
     case GgmlType::IQ3_XXS: return iqlat_tiles<DecIq3xxs>;
     case GgmlType::IQ3_S: return iqlat_tiles<DecIq3s>;
-    case GgmlType::IQ1_S: return iq1_tiles<DecIq1s>;
-    case GgmlType::IQ1_M: return iq1_tiles<DecIq1m>;
+    case GgmlType::IQ1_S: return iqlat_tiles<DecIq1s>;
+    case GgmlType::IQ1_M: return iqlat_tiles<DecIq1m>;
     default: return nullptr;
   }
 }

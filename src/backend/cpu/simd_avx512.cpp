@@ -337,33 +337,19 @@ inline int32_t panel_offset_term(const Q8KSums& pr, int j) {
 }
 
 // One row's super-block of a lattice i-quant as 256 values + 128 (q) and its scales per 16
-// columns (sc16), through simd_tiles.h's decoders; returns d x the type's final factor.
+// columns (sc16), through simd_tiles.h's decoders; returns d x the type's final factor (IQ1's
+// values are 8 x grid +- 1 and its factor 1/8: float(8 sumi + sumi1) / 8 rounds as the scalar
+// path's float(sumi) + float(sumi1) / 8, both exact below 2^24).
 template <class D>
 inline float lattice_panel_row(const uint8_t* wb, uint8_t* q, int32_t* sc16) {
   for (int ib = 0; ib < 8; ++ib) {
     const IqSub d = D::sub(wb, ib);
-    const __m256i v = _mm256_blendv_epi8(d.u, _mm256_sub_epi8(_mm256_setzero_si256(), d.u), iq_negative(d.sg));
+    const __m256i v = _mm256_sign_epi8(d.u, d.signer);
     _mm256_store_si256((__m256i*)(q + 32 * ib), _mm256_add_epi8(v, _mm256_set1_epi8(char(0x80))));
-    sc16[2 * ib] = _mm256_extract_epi16(d.scale, 0);
-    sc16[2 * ib + 1] = _mm256_extract_epi16(d.scale, 8);
+    sc16[2 * ib] = int16_t(_mm256_extract_epi16(d.scale, 0));  // (signed in general)
+    sc16[2 * ib + 1] = int16_t(_mm256_extract_epi16(d.scale, 8));
   }
-  return f16(wb) * D::kFinal;
-}
-
-// IQ1_S / IQ1_M rows: 8 x grid +- 1 (the shift's sign) + 128, so that one integer sum is
-// dot_iq1_*'s 8 x sumi + sumi1, and d / 8: float(8 sumi + sumi1) / 8 is float(sumi) +
-// float(sumi1) / 8 rounded once, as the scalar path rounds it (both exact below 2^24).
-template <class D>
-inline float iq1_panel_row(const uint8_t* wb, uint8_t* q, int32_t* sc16) {
-  for (int ib = 0; ib < 8; ++ib) {
-    const Iq1Sub d = D::sub(wb, ib);
-    const __m256i g2 = _mm256_add_epi8(d.g, d.g), g4 = _mm256_add_epi8(g2, g2);
-    const __m256i v = _mm256_add_epi8(_mm256_add_epi8(g4, g4), d.delta);
-    _mm256_store_si256((__m256i*)(q + 32 * ib), _mm256_add_epi8(v, _mm256_set1_epi8(char(0x80))));
-    sc16[2 * ib] = _mm256_extract_epi16(d.scale, 0);
-    sc16[2 * ib + 1] = _mm256_extract_epi16(d.scale, 8);
-  }
-  return D::d(wb) * 0.125f;
+  return D::d(wb) * D::kFinal;
 }
 
 // sum over i of a[i] * b[i], 16 int16 each (a super-block's scales or mins against its bsums).
@@ -406,33 +392,34 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
       const uint8_t* lb = w + size_t(r) * ws + b * type_traits(type).type_size;
       const float d = type == GgmlType::IQ2_XS  ? lattice_panel_row<DecIq2xs>(lb, q, sc16)
                       : type == GgmlType::IQ2_S ? lattice_panel_row<DecIq2s>(lb, q, sc16)
-                                                : iq1_panel_row<DecIq1m>(lb, q, sc16);
+                                                : lattice_panel_row<DecIq1m>(lb, q, sc16);
       for (int j = 0; j < 16; ++j) sc[16 * j + r] = sc16[j];
       reinterpret_cast<float*>(pb + kQuantBytes + 16 * 64)[r] = d;
       continue;
     } else if constexpr (std::is_same_v<K, Off128Panel>) {
-      if (type != GgmlType::IQ4_XS) {
-        int32_t sc16[16];
-        const size_t bs = type_traits(type).type_size;
-        const uint8_t* lb = w + size_t(r) * ws + b * bs;
-        const float d = type == GgmlType::IQ2_XXS   ? lattice_panel_row<DecIq2xxs>(lb, q, sc16)
-                        : type == GgmlType::IQ3_XXS ? lattice_panel_row<DecIq3xxs>(lb, q, sc16)
-                        : type == GgmlType::IQ3_S   ? lattice_panel_row<DecIq3s>(lb, q, sc16)
-                                                    : iq1_panel_row<DecIq1s>(lb, q, sc16);
-        for (int j = 0; j < 8; ++j) sc[16 * j + r] = sc16[2 * j];  // (one scale per 32 columns)
-        reinterpret_cast<float*>(pb + kQuantBytes + 8 * 64)[r] = d;
+      if (type == GgmlType::IQ4_XS) {  // its nibbles straight through the + 128 table (the
+        // lattice decoder's sign steps cost 5-11 % of IQ4_XS's prompt time)
+        wb = w + size_t(r) * ws + b * 136;
+        const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kIq4Offset128.v));
+        for (int j = 0; j < 8; ++j) {
+          const __m128i v = _mm_loadu_si128((const __m128i*)(wb + 8 + 16 * j));
+          const __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v),
+                                               _mm256_set1_epi8(0x0F));  // columns 0-15 | 16-31
+          _mm256_store_si256((__m256i*)(q + 32 * j), _mm256_shuffle_epi8(table, nib));
+          sc[16 * j + r] = iq4xs_scale(wb, j);
+        }
+        reinterpret_cast<float*>(pb + kQuantBytes + 8 * 64)[r] = f16(wb);
         continue;
       }
-      wb = w + size_t(r) * ws + b * 136;
-      const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kIq4Offset128.v));
-      for (int j = 0; j < 8; ++j) {
-        const __m128i v = _mm_loadu_si128((const __m128i*)(wb + 8 + 16 * j));
-        const __m256i nib = _mm256_and_si256(
-            _mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0F));  // columns 0-15 | 16-31
-        _mm256_store_si256((__m256i*)(q + 32 * j), _mm256_shuffle_epi8(table, nib));
-        sc[16 * j + r] = iq4xs_scale(wb, j);
-      }
-      reinterpret_cast<float*>(pb + kQuantBytes + 8 * 64)[r] = f16(wb);
+      int32_t sc16[16];
+      const uint8_t* lb = w + size_t(r) * ws + b * type_traits(type).type_size;
+      const float d = type == GgmlType::IQ2_XXS   ? lattice_panel_row<DecIq2xxs>(lb, q, sc16)
+                      : type == GgmlType::IQ3_XXS ? lattice_panel_row<DecIq3xxs>(lb, q, sc16)
+                      : type == GgmlType::IQ3_S   ? lattice_panel_row<DecIq3s>(lb, q, sc16)
+                                                  : lattice_panel_row<DecIq1s>(lb, q, sc16);
+      for (int j = 0; j < 8; ++j) sc[16 * j + r] = sc16[2 * j];  // (one scale per 32 columns)
+      reinterpret_cast<float*>(pb + kQuantBytes + 8 * 64)[r] = d;
+      continue;
     } else if constexpr (std::is_same_v<K, Q2KPanel>) {
       // scales[16] (scale | min << 4), qs[64] (column 128k + 32j + l: bits 2j of qs[32k + l]), d, dmin
       wb = w + size_t(r) * ws + b * 84;

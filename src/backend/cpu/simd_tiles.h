@@ -378,43 +378,13 @@ inline int iq4xs_scale(const uint8_t* wb, int j) {
   return (((wb[4 + j / 2] >> (4 * (j % 2))) & 0xf) | (((sh >> (2 * j)) & 3) << 4)) - 32;
 }
 
-// iq4_xs: per block of 32, IQ4_NL's nibbles looked
-// up in kvalues_iq4nl (signed, to 127 in magnitude: sign form, as q8_tile's, since maddubs' pair
-// sums of the values + 128 would saturate), times the block's scale less 32 in the madd.
-template <int T>
-inline void iq4xs_tile(const Tile& a, int64_t r, int64_t t0) {
-  const uint8_t* wr = a.w + size_t(r) * a.ws;
-  float s[T];
-  for (int t = 0; t < T; ++t) s[t] = 0.0f;
-  for (int64_t b = 0; b < a.n / 256; ++b) {
-    const uint8_t* wb = wr + b * 136;
-    __m256i isum[T];
-    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) {
-      const __m256i q = DecIQ4NL::q(wb + 6 + 16 * j);  // (q() reads its block's nibbles at + 2)
-      const __m256i aq = _mm256_sign_epi8(q, q);
-      const __m256i scv = _mm256_set1_epi16(short(iq4xs_scale(wb, j)));
-      for (int t = 0; t < T; ++t) {
-        const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
-        const __m256i x8 = _mm256_loadu_si256((const __m256i*)(q8k_qs(xb) + 32 * j));
-        isum[t] = _mm256_add_epi32(isum[t],
-                                   _mm256_madd_epi16(_mm256_maddubs_epi16(aq, _mm256_sign_epi8(x8, q)), scv));
-      }
-    }
-    const float d = f16(wb);
-    for (int t = 0; t < T; ++t) {
-      const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
-      s[t] += (d * q8k_d(xb)) * float(hsum_i32(isum[t]));
-    }
-  }
-  for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = s[t];
-}
-
-// ---- The lattice i-quants x Q8_K (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) ------------------------
-// Per block of 32: its grid entries (unsigned bytes: IQ2 8..43, IQ3 1..62) as one vector, its
-// 32 sign bits, its scales (2s + 1, per 16 columns as int16 lanes). The signs go onto the
-// activations (sign_epi8 with +-1 bytes), maddubs' pair sums stay below 2 x 62 x 127, madd by
-// the scales: the integer sums are dot_iq*'s, and so is the float step (bit-identical).
+// ---- The lattice i-quants x Q8_K (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) ----------
+// Per block of 32: its values' magnitudes as unsigned bytes (IQ2 8..43, IQ3 1..62), a vector
+// whose byte signs are theirs (never 0: sign_epi8 moves them onto the activations), its scales
+// (2s + 1, per 16 columns as int16 lanes). maddubs' pair sums stay below 2 x 62 x 127, madd by
+// the scales: the integer sums are dot_iq*'s. IQ1's values are 8 x grid +- 1 (the group's
+// shift), so its one sum is dot_iq1_*'s 8 sumi + sumi1 and its final factor 1/8: its float steps
+// then round as the scalar path's. Bit-identical to scalar in every case.
 
 // ggml's ksigns_iq2xs: 7 stored sign bits and the parity bit that makes their count even.
 struct IqSigns {
@@ -443,71 +413,81 @@ inline __m256i iq_grid64(const uint64_t* grid, int i0, int i1, int i2, int i3) {
   return _mm256_set_epi64x(int64_t(grid[i3]), int64_t(grid[i2]), int64_t(grid[i1]), int64_t(grid[i0]));
 }
 
-// -1 in byte i where bit i of sg is set, else 0: byte i takes sign byte i / 8 (a shuffle within
+// -1 in byte i where bit i of sg is set, else +1: byte i takes sign byte i / 8 (a shuffle within
 // each 128-bit half of the four bytes broadcast), then its bit i % 8.
-inline __m256i iq_negative(uint32_t sg) {
+inline __m256i iq_signer(uint32_t sg) {
   const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2,
                                           2, 3, 3, 3, 3, 3, 3, 3, 3);
   const __m256i bits = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
-  return _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(sg)), spread), bits), bits);
+  const __m256i neg =
+      _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(sg)), spread), bits), bits);
+  return _mm256_or_si256(neg, _mm256_set1_epi8(1));
+}
+inline __m256i iq_scales(int lo, int hi) {  // int16 lanes: columns 0-15, then 16-31
+  return _mm256_set_m128i(_mm_set1_epi16(short(hi)), _mm_set1_epi16(short(lo)));
 }
 
 struct IqSub {
-  __m256i u;      // 32 unsigned grid values
-  uint32_t sg;    // sign byte of values 8l..8l+7 in byte l
-  __m256i scale;  // int16 lanes: the scale of columns 0-15 (low half), 16-31 (high half)
+  __m256i u;       // |value| of the 32 columns
+  __m256i signer;  // the values' signs, as nonzero bytes
+  __m256i scale;
 };
 
 struct DecIq2xxs {  // d, qs[32] (uint16)
   static constexpr size_t kBytes = 66;
   static constexpr float kFinal = 0.125f;
+  static float d(const uint8_t* wb) { return f16(wb); }
   static IqSub sub(const uint8_t* wb, int ib) {
     const uint32_t a0 = load_u32(wb + 2 + 8 * ib), a1 = load_u32(wb + 6 + 8 * ib);
-    const uint64_t* g = quant::kIq2xxsGrid.v;
-    return {iq_grid64(g, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24), iq_sign_bytes(a1, 7),
-            _mm256_set1_epi16(short(2 * (a1 >> 28) + 1))};
+    const int s = int(2 * (a1 >> 28) + 1);
+    return {iq_grid64(quant::kIq2xxsGrid.v, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24),
+            iq_signer(iq_sign_bytes(a1, 7)), iq_scales(s, s)};
   }
 };
 struct DecIq2xs {  // d, qs[32] (9-bit index | 7 sign bits << 9), scales[8]
   static constexpr size_t kBytes = 74;
   static constexpr float kFinal = 0.125f;
+  static float d(const uint8_t* wb) { return f16(wb); }
   static IqSub sub(const uint8_t* wb, int ib) {
     uint16_t q[4];
     __builtin_memcpy(q, wb + 2 + 8 * ib, 8);
     uint32_t sg = 0;
     for (int l = 0; l < 4; ++l) sg |= uint32_t(kIqSigns.v[q[l] >> 9]) << (8 * l);
     const int sc = wb[66 + ib];
-    return {iq_grid64(quant::kIq2xsGrid.v, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511), sg,
-            _mm256_set_m128i(_mm_set1_epi16(short(2 * (sc >> 4) + 1)), _mm_set1_epi16(short(2 * (sc & 15) + 1)))};
+    return {iq_grid64(quant::kIq2xsGrid.v, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511), iq_signer(sg),
+            iq_scales(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1)};
   }
 };
 struct DecIq2s {  // d, qs[32], signs[32], qh[8], scales[8]
   static constexpr size_t kBytes = 82;
   static constexpr float kFinal = 0.125f;
+  static float d(const uint8_t* wb) { return f16(wb); }
   static IqSub sub(const uint8_t* wb, int ib) {
     const uint8_t* qs = wb + 2 + 4 * ib;
     const int qh = wb[66 + ib], sc = wb[74 + ib];
     return {iq_grid64(quant::kIq2sGrid.v, qs[0] | ((qh << 8) & 0x300), qs[1] | ((qh << 6) & 0x300),
                       qs[2] | ((qh << 4) & 0x300), qs[3] | ((qh << 2) & 0x300)),
-            load_u32(wb + 34 + 4 * ib),
-            _mm256_set_m128i(_mm_set1_epi16(short(2 * (sc >> 4) + 1)), _mm_set1_epi16(short(2 * (sc & 15) + 1)))};
+            iq_signer(load_u32(wb + 34 + 4 * ib)), iq_scales(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1)};
   }
 };
 struct DecIq3xxs {  // d, qs[64] (8-bit indexes of 4 values), then per 32 a word of signs and scale
   static constexpr size_t kBytes = 98;
   static constexpr float kFinal = 0.25f;
+  static float d(const uint8_t* wb) { return f16(wb); }
   static IqSub sub(const uint8_t* wb, int ib) {
     const uint8_t* q = wb + 2 + 8 * ib;
     const uint32_t* g = quant::kIq3xxsGrid.v;
     const uint32_t aux = load_u32(wb + 66 + 4 * ib);
+    const int s = int(2 * (aux >> 28) + 1);
     return {_mm256_setr_epi32(int(g[q[0]]), int(g[q[1]]), int(g[q[2]]), int(g[q[3]]), int(g[q[4]]), int(g[q[5]]),
                               int(g[q[6]]), int(g[q[7]])),
-            iq_sign_bytes(aux, 7), _mm256_set1_epi16(short(2 * (aux >> 28) + 1))};
+            iq_signer(iq_sign_bytes(aux, 7)), iq_scales(s, s)};
   }
 };
 struct DecIq3s {  // d, qs[64], qh[8], signs[32], scales[4]
   static constexpr size_t kBytes = 110;
   static constexpr float kFinal = 1.0f;
+  static float d(const uint8_t* wb) { return f16(wb); }
   static IqSub sub(const uint8_t* wb, int ib) {
     const uint8_t* q = wb + 2 + 8 * ib;
     const int qh = wb[66 + ib];
@@ -517,16 +497,69 @@ struct DecIq3s {  // d, qs[64], qh[8], signs[32], scales[4]
       idx[2 * l] = q[2 * l] | ((qh << (8 - 2 * l)) & 256);
       idx[2 * l + 1] = q[2 * l + 1] | ((qh << (7 - 2 * l)) & 256);
     }
+    const int s = 2 * ((wb[106 + ib / 2] >> (4 * (ib % 2))) & 15) + 1;
     return {_mm256_setr_epi32(int(g[idx[0]]), int(g[idx[1]]), int(g[idx[2]]), int(g[idx[3]]), int(g[idx[4]]),
                               int(g[idx[5]]), int(g[idx[6]]), int(g[idx[7]])),
-            load_u32(wb + 74 + 4 * ib), _mm256_set1_epi16(short(2 * ((wb[106 + ib / 2] >> (4 * (ib % 2))) & 15) + 1))};
+            iq_signer(load_u32(wb + 74 + 4 * ib)), iq_scales(s, s)};
+  }
+};
+// IQ1: 8 x grid ({-1, 0, 1} bytes) + delta (+-1 bytes), odd hence never 0.
+inline IqSub iq1_sub(__m256i g, __m256i delta, __m256i scale) {
+  const __m256i g2 = _mm256_add_epi8(g, g), g4 = _mm256_add_epi8(g2, g2);
+  const __m256i v = _mm256_add_epi8(_mm256_add_epi8(g4, g4), delta);
+  return {_mm256_abs_epi8(v), v, scale};
+}
+struct DecIq1s {  // d, qs[32], qh[8] (uint16: 3 index bits per group, 3-bit scale, shift sign)
+  static constexpr size_t kBytes = 50;
+  static constexpr float kFinal = 0.125f;
+  static float d(const uint8_t* wb) { return f16(wb); }
+  static IqSub sub(const uint8_t* wb, int ib) {
+    const uint8_t* qs = wb + 2 + 4 * ib;
+    const int qh = wb[34 + 2 * ib] | (wb[35 + 2 * ib] << 8);
+    const int s = 2 * ((qh >> 12) & 7) + 1;
+    return iq1_sub(iq_grid64(quant::kIq1sGrid.v, qs[0] | ((qh & 7) << 8), qs[1] | (((qh >> 3) & 7) << 8),
+                             qs[2] | (((qh >> 6) & 7) << 8), qs[3] | (((qh >> 9) & 7) << 8)),
+                   _mm256_set1_epi8(qh & 0x8000 ? -1 : 1), iq_scales(s, s));
+  }
+};
+struct DecIq1m {  // qs[32], qh[16] (per group 3 index bits and the shift's sign), scales[8] (+ d)
+  static constexpr size_t kBytes = 56;
+  static constexpr float kFinal = 0.125f;
+  static float d(const uint8_t* wb) {  // quant::iq1_m_d's bits (no inline function shared across ISAs)
+    uint16_t sc[4];
+    __builtin_memcpy(sc, wb + 48, 8);
+    return _cvtsh_ss(uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000)));
+  }
+  static IqSub sub(const uint8_t* wb, int ib) {
+    const uint8_t* qs = wb + 4 * ib;
+    const int h0 = wb[32 + 2 * ib], h1 = wb[33 + 2 * ib];
+    const int sc = wb[48 + 2 * (ib / 2)] | (wb[49 + 2 * (ib / 2)] << 8);
+    // 8 bytes of -1 or +1: the shift's sign of one group (bit 3 of its nibble).
+    auto dl = [](int h) { return int64_t(h & 8 ? ~0ull : 0x0101010101010101ull); };
+    return iq1_sub(iq_grid64(quant::kIq1sGrid.v, qs[0] | ((h0 & 7) << 8), qs[1] | (((h0 >> 4) & 7) << 8),
+                             qs[2] | ((h1 & 7) << 8), qs[3] | (((h1 >> 4) & 7) << 8)),
+                   _mm256_setr_m128i(_mm_set_epi64x(dl(h0 >> 4), dl(h0)), _mm_set_epi64x(dl(h1 >> 4), dl(h1))),
+                   iq_scales(2 * ((sc >> (6 * (ib % 2))) & 7) + 1, 2 * ((sc >> (6 * (ib % 2) + 3)) & 7) + 1));
+  }
+};
+
+// IQ4_XS in the same terms: IQ4_NL's nibbles looked up in kvalues_iq4nl (no zero among them),
+// their magnitudes and signs (sign form, as q8_tile's: maddubs' pair sums of the values + 128
+// would saturate), the block's scale less 32.
+struct DecIq4xs {  // d, scales_h, scales_l[4], qs[128]
+  static constexpr size_t kBytes = 136;
+  static constexpr float kFinal = 1.0f;
+  static float d(const uint8_t* wb) { return f16(wb); }
+  static IqSub sub(const uint8_t* wb, int ib) {
+    const __m256i q = DecIQ4NL::q(wb + 6 + 16 * ib);  // (q() reads a block's nibbles at + 2)
+    const int s = iq4xs_scale(wb, ib);
+    return {_mm256_sign_epi8(q, q), q, iq_scales(s, s)};
   }
 };
 
 template <class D, int T>
 inline void iqlat_tile(const Tile& a, int64_t r, int64_t t0) {
   const uint8_t* wr = a.w + size_t(r) * a.ws;
-  const __m256i one = _mm256_set1_epi8(1);
   float s[T];
   for (int t = 0; t < T; ++t) s[t] = 0.0f;
   for (int64_t b = 0; b < a.n / 256; ++b) {
@@ -535,93 +568,20 @@ inline void iqlat_tile(const Tile& a, int64_t r, int64_t t0) {
     for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
     for (int ib = 0; ib < 8; ++ib) {
       const IqSub q = D::sub(wb, ib);
-      const __m256i sgn = _mm256_or_si256(iq_negative(q.sg), one);  // -1 or +1 bytes
       for (int t = 0; t < T; ++t) {
         const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
         const __m256i x8 = _mm256_loadu_si256((const __m256i*)(q8k_qs(xb) + 32 * ib));
         isum[t] = _mm256_add_epi32(
-            isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q.u, _mm256_sign_epi8(x8, sgn)), q.scale));
+            isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q.u, _mm256_sign_epi8(x8, q.signer)), q.scale));
       }
     }
-    const float d = f16(wb);
+    const float d = D::d(wb);
     for (int t = 0; t < T; ++t) {
       const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
       s[t] += (d * q8k_d(xb)) * float(hsum_i32(isum[t]));
     }
   }
   for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = D::kFinal * s[t];
-}
-
-// IQ1_S, IQ1_M x Q8_K: per block of 32, its 4 grid entries ({-1, 0, 1} bytes: sign form against
-// the activations, |g| <= 1), the +-1 sign of each group's shift as bytes, and the scales per 16
-// columns as int16 lanes. Two integer sums per super-block, dot_iq1_*'s sumi and sumi1, then
-// its float step d x d_x x (sumi + 1/8 x sumi1).
-struct Iq1Sub {
-  __m256i g, delta, scale;
-};
-inline __m256i iq1_grid(int i0, int i1, int i2, int i3) { return iq_grid64(quant::kIq1sGrid.v, i0, i1, i2, i3); }
-
-struct DecIq1s {  // d, qs[32], qh[8] (uint16: 3 index bits per group, 3-bit scale, shift sign)
-  static constexpr size_t kBytes = 50;
-  static float d(const uint8_t* wb) { return f16(wb); }
-  static Iq1Sub sub(const uint8_t* wb, int ib) {
-    const uint8_t* qs = wb + 2 + 4 * ib;
-    const int qh = wb[34 + 2 * ib] | (wb[35 + 2 * ib] << 8);
-    return {iq1_grid(qs[0] | ((qh & 7) << 8), qs[1] | (((qh >> 3) & 7) << 8), qs[2] | (((qh >> 6) & 7) << 8),
-                     qs[3] | (((qh >> 9) & 7) << 8)),
-            _mm256_set1_epi8(qh & 0x8000 ? -1 : 1), _mm256_set1_epi16(short(2 * ((qh >> 12) & 7) + 1))};
-  }
-};
-struct DecIq1m {  // qs[32], qh[16] (per group 3 index bits and the shift's sign), scales[8] (+ d)
-  static constexpr size_t kBytes = 56;
-  static float d(const uint8_t* wb) {  // quant::iq1_m_d's bits (no inline function shared across ISAs)
-    uint16_t sc[4];
-    __builtin_memcpy(sc, wb + 48, 8);
-    return _cvtsh_ss(uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000)));
-  }
-  static Iq1Sub sub(const uint8_t* wb, int ib) {
-    const uint8_t* qs = wb + 4 * ib;
-    const int h0 = wb[32 + 2 * ib], h1 = wb[33 + 2 * ib];
-    const int sc = wb[48 + 2 * (ib / 2)] | (wb[49 + 2 * (ib / 2)] << 8);
-    const int s1 = 2 * ((sc >> (6 * (ib % 2))) & 7) + 1, s2 = 2 * ((sc >> (6 * (ib % 2) + 3)) & 7) + 1;
-    // 8 bytes of -1 or +1: the shift's sign of one group (bit 3 of its nibble).
-    auto dl = [](int h) { return int64_t(h & 8 ? ~0ull : 0x0101010101010101ull); };
-    return {iq1_grid(qs[0] | ((h0 & 7) << 8), qs[1] | (((h0 >> 4) & 7) << 8), qs[2] | ((h1 & 7) << 8),
-                     qs[3] | (((h1 >> 4) & 7) << 8)),
-            _mm256_setr_m128i(_mm_set_epi64x(dl(h0 >> 4), dl(h0)), _mm_set_epi64x(dl(h1 >> 4), dl(h1))),
-            _mm256_set_m128i(_mm_set1_epi16(short(s2)), _mm_set1_epi16(short(s1)))};
-  }
-};
-
-template <class D, int T>
-inline void iq1_tile(const Tile& a, int64_t r, int64_t t0) {
-  const uint8_t* wr = a.w + size_t(r) * a.ws;
-  const __m256i one = _mm256_set1_epi8(1);
-  float s[T];
-  for (int t = 0; t < T; ++t) s[t] = 0.0f;
-  for (int64_t b = 0; b < a.n / 256; ++b) {
-    const uint8_t* wb = wr + b * D::kBytes;
-    __m256i isum[T], isum1[T];
-    for (int t = 0; t < T; ++t) isum[t] = isum1[t] = _mm256_setzero_si256();
-    for (int ib = 0; ib < 8; ++ib) {
-      const Iq1Sub q = D::sub(wb, ib);
-      const __m256i ag = _mm256_sign_epi8(q.g, q.g);
-      for (int t = 0; t < T; ++t) {
-        const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
-        const __m256i x8 = _mm256_loadu_si256((const __m256i*)(q8k_qs(xb) + 32 * ib));
-        isum[t] = _mm256_add_epi32(isum[t],
-                                   _mm256_madd_epi16(_mm256_maddubs_epi16(ag, _mm256_sign_epi8(x8, q.g)), q.scale));
-        isum1[t] = _mm256_add_epi32(isum1[t],
-                                    _mm256_madd_epi16(_mm256_maddubs_epi16(one, _mm256_sign_epi8(x8, q.delta)), q.scale));
-      }
-    }
-    const float d = D::d(wb);
-    for (int t = 0; t < T; ++t) {
-      const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
-      s[t] += d * q8k_d(xb) * (float(hsum_i32(isum[t])) + quant::kIq1Delta * float(hsum_i32(isum1[t])));
-    }
-  }
-  for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = s[t];
 }
 
 // q2_K (block: scales[16], qs[64], d, dmin): 2-bit planes, 16 sub-blocks of 16.
@@ -1023,13 +983,9 @@ constexpr DotTileFn q2k_tiles =
     &run_tiles<RowK<q2k_tile<1>, q2k_tile<2>, q2k_tile<3>, q2k_tile<4>>, 1, 4>;
 constexpr DotTileFn q3k_tiles =
     &run_tiles<RowK<q3k_tile<1>, q3k_tile<2>, q3k_tile<3>, q3k_tile<4>>, 1, 4>;
-constexpr DotTileFn iq4xs_tiles =
-    &run_tiles<RowK<iq4xs_tile<1>, iq4xs_tile<2>, iq4xs_tile<3>, iq4xs_tile<4>>, 1, 4>;
 template <class D>
 constexpr DotTileFn iqlat_tiles =
     &run_tiles<RowK<iqlat_tile<D, 1>, iqlat_tile<D, 2>, iqlat_tile<D, 3>, iqlat_tile<D, 4>>, 1, 4>;
-template <class D>
-constexpr DotTileFn iq1_tiles = &run_tiles<RowK<iq1_tile<D, 1>, iq1_tile<D, 2>, iq1_tile<D, 3>, iq1_tile<D, 4>>, 1, 4>;
 constexpr DotTileFn q6k_tiles =
     &run_tiles<RowK<q6k_tile<1>, q6k_tile<2>, q6k_tile<3>, q6k_tile<4>>, 1, 4>;
 
