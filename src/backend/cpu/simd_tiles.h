@@ -489,18 +489,15 @@ struct DecIq3s {  // d, qs[64], qh[8], signs[32], scales[4]
   static constexpr float kFinal = 1.0f;
   static float d(const uint8_t* wb) { return f16(wb); }
   static IqSub sub(const uint8_t* wb, int ib) {
-    const uint8_t* q = wb + 2 + 8 * ib;
-    const int qh = wb[66 + ib];
-    const uint32_t* g = quant::kIq3sGrid.v;
-    int idx[8];
-    for (int l = 0; l < 4; ++l) {
-      idx[2 * l] = q[2 * l] | ((qh << (8 - 2 * l)) & 256);
-      idx[2 * l + 1] = q[2 * l + 1] | ((qh << (7 - 2 * l)) & 256);
-    }
+    // Index k: byte k of qs, bit k of qh as its ninth bit; one gather (the eight scalar index
+    // computations, loads and inserts took 10-15 % longer: IQ3_M tg64 30.0 -> 32.9 t/s; where
+    // the indexes are plain bytes, IQ3_XXS's, the gather measured slower, 32.0 -> 26.7).
+    const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(wb + 2 + 8 * ib)));
+    const __m256i hi = _mm256_and_si256(_mm256_sllv_epi32(_mm256_set1_epi32(wb[66 + ib]), _mm256_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1)),
+                                        _mm256_set1_epi32(256));
+    const __m256i u = _mm256_i32gather_epi32((const int*)quant::kIq3sGrid.v, _mm256_or_si256(lo, hi), 4);
     const int s = 2 * ((wb[106 + ib / 2] >> (4 * (ib % 2))) & 15) + 1;
-    return {_mm256_setr_epi32(int(g[idx[0]]), int(g[idx[1]]), int(g[idx[2]]), int(g[idx[3]]), int(g[idx[4]]),
-                              int(g[idx[5]]), int(g[idx[6]]), int(g[idx[7]])),
-            iq_signer(load_u32(wb + 74 + 4 * ib)), iq_scales(s, s)};
+    return {u, iq_signer(load_u32(wb + 74 + 4 * ib)), iq_scales(s, s)};
   }
 };
 // IQ1: 8 x grid ({-1, 0, 1} bytes) + delta (+-1 bytes), odd hence never 0.
