@@ -519,6 +519,16 @@ struct DecIq1s {  // d, qs[32], qh[8] (uint16: 3 index bits per group, 3-bit sca
                    _mm256_set1_epi8(qh & 0x8000 ? -1 : 1), iq_scales(s, s));
   }
 };
+// The shifts' signs of IQ1_M's 4 groups (bit l: group l negative) as 32 bytes of -1 / +1.
+struct Iq1mDeltas {
+  alignas(32) uint8_t v[16][32];
+  constexpr Iq1mDeltas() : v{} {
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 32; ++j) v[i][j] = (i >> (j / 8)) & 1 ? 0xFF : 0x01;
+  }
+};
+constexpr Iq1mDeltas kIq1mDeltas;
+
 struct DecIq1m {  // qs[32], qh[16] (per group 3 index bits and the shift's sign), scales[8] (+ d)
   static constexpr size_t kBytes = 56;
   static constexpr float kFinal = 0.125f;
@@ -531,11 +541,10 @@ struct DecIq1m {  // qs[32], qh[16] (per group 3 index bits and the shift's sign
     const uint8_t* qs = wb + 4 * ib;
     const int h0 = wb[32 + 2 * ib], h1 = wb[33 + 2 * ib];
     const int sc = wb[48 + 2 * (ib / 2)] | (wb[49 + 2 * (ib / 2)] << 8);
-    // 8 bytes of -1 or +1: the shift's sign of one group (bit 3 of its nibble).
-    auto dl = [](int h) { return int64_t(h & 8 ? ~0ull : 0x0101010101010101ull); };
+    const int neg = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);  // bit 3 of each nibble
     return iq1_sub(iq_grid64(quant::kIq1sGrid.v, qs[0] | ((h0 & 7) << 8), qs[1] | (((h0 >> 4) & 7) << 8),
                              qs[2] | ((h1 & 7) << 8), qs[3] | (((h1 >> 4) & 7) << 8)),
-                   _mm256_setr_m128i(_mm_set_epi64x(dl(h0 >> 4), dl(h0)), _mm_set_epi64x(dl(h1 >> 4), dl(h1))),
+                   _mm256_load_si256((const __m256i*)kIq1mDeltas.v[neg]),
                    iq_scales(2 * ((sc >> (6 * (ib % 2))) & 7) + 1, 2 * ((sc >> (6 * (ib % 2) + 3)) & 7) + 1));
   }
 };
