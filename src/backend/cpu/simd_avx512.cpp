@@ -878,30 +878,31 @@ inline void iq4xs_gemv_prep(const uint8_t* xb, Iq4GemvAct* a) {
   }
 }
 
+// The 8 block scales less 32 as int32 lanes 0-7: block j's 4 low bits at bit 4j of scales_l,
+// its 2 high ones at bit 2j of scales_h.
+inline __m256i iq4xs_scales8(const uint8_t* wb) {
+  uint32_t sl, sh = 0;
+  __builtin_memcpy(&sl, wb + 4, 4);
+  __builtin_memcpy(&sh, wb + 2, 2);
+  const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(sl)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                      _mm256_set1_epi32(0xF));
+  const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(sh)), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                                      _mm256_set1_epi32(3));
+  return _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+}
+
 inline float iq4xs_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x, const Iq4GemvAct* act) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i*)kIq4Offset128.v));
-  // int32 lane l of half k takes block j = 4k + l / 4: its 4 low scale bits at bit 4j of
-  // scales_l, its 2 high ones at bit 2j of scales_h.
-  __m512i shl[2], shh[2];
-  for (int k = 0; k < 2; ++k) {
-    alignas(64) int32_t a[16], b[16];
-    for (int l = 0; l < 16; ++l) {
-      a[l] = 4 * (4 * k + l / 4);
-      b[l] = 2 * (4 * k + l / 4);
-    }
-    shl[k] = _mm512_load_si512(a);
-    shh[k] = _mm512_load_si512(b);
-  }
+  // int32 lane l of half k takes block 4k + l / 4.
+  const __m512i spread[2] = {_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                             _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)};
   float s = 0.0f;
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* wb = wr + b * 136;
     const uint8_t* xb = x + b * kQ8KBytes;
     for (int l = 0; l < 136; l += 64) _mm_prefetch((const char*)(wb + kKqAhead + l), _MM_HINT_T2);
-    uint32_t sl, sh16 = 0;
-    __builtin_memcpy(&sl, wb + 4, 4);
-    __builtin_memcpy(&sh16, wb + 2, 2);
-    const __m512i vsl = _mm512_set1_epi32(int(sl)), vsh = _mm512_set1_epi32(int(sh16));
+    const __m512i sc8 = _mm512_castsi256_si512(iq4xs_scales8(wb));
     const Iq4GemvAct& a = act[b];
     __m512i isum = _mm512_setzero_si512();
     for (int k = 0; k < 2; ++k) {
@@ -909,11 +910,7 @@ inline float iq4xs_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x, co
       const __m512i lo = _mm512_shuffle_epi8(table, _mm512_and_si512(v, m4));
       const __m512i hi = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
       const __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(a.c[k], lo, a.lo[k]), hi, a.hi[k]);
-      const __m512i sc = _mm512_sub_epi32(
-          _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi32(vsl, shl[k]), _mm512_set1_epi32(0xF)),
-                          _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(vsh, shh[k]), _mm512_set1_epi32(3)), 4)),
-          _mm512_set1_epi32(32));
-      isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(sums, sc));
+      isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(sums, _mm512_permutexvar_epi32(spread[k], sc8)));
     }
     s += (f16(wb) * q8k_d(xb)) * float(_mm512_reduce_add_epi32(isum));
   }
