@@ -404,11 +404,6 @@ inline uint32_t load_u32(const uint8_t* p) {
   __builtin_memcpy(&v, p, 4);
   return v;
 }
-inline uint32_t iq_sign_bytes(uint32_t bits, int shift) {  // 4 x 7 bits from bit 0, `shift` apart
-  uint32_t s = 0;
-  for (int l = 0; l < 4; ++l) s |= uint32_t(kIqSigns.v[(bits >> (shift * l)) & 127]) << (8 * l);
-  return s;
-}
 inline __m256i iq_grid64(const uint64_t* grid, int i0, int i1, int i2, int i3) {
   return _mm256_set_epi64x(int64_t(grid[i3]), int64_t(grid[i2]), int64_t(grid[i1]), int64_t(grid[i0]));
 }
@@ -422,6 +417,25 @@ inline __m256i iq_signer(uint32_t sg) {
   const __m256i neg =
       _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(sg)), spread), bits), bits);
   return _mm256_or_si256(neg, _mm256_set1_epi8(1));
+}
+// The 7 stored sign bits of IQ2_XXS, IQ2_XS and IQ3_XXS with their parity bit, as 8 bytes of
+// -1 (bit set) / +1 each (ggml's keven_signs_q2xs): four table loads give a block's sign
+// vector (IQ2_XXS tg64 38.2 -> 43.1 t/s against iq_signer's byte shuffle; for the raw sign
+// bytes of IQ2_S / IQ3_S a 256-entry table measured slower, IQ2_M 33.3 -> 30.2).
+struct IqSigners7 {
+  uint64_t v[128];
+  constexpr IqSigners7() : v{} {
+    for (int i = 0; i < 128; ++i) {
+      uint64_t x = 0;
+      for (int j = 0; j < 8; ++j) x |= uint64_t((kIqSigns.v[i] >> j) & 1 ? 0xFF : 0x01) << (8 * j);
+      v[i] = x;
+    }
+  }
+};
+constexpr IqSigners7 kIqSigners7;
+inline __m256i iq_signer7(uint32_t b0, uint32_t b1, uint32_t b2, uint32_t b3) {  // four 7-bit fields
+  const uint64_t* t = kIqSigners7.v;
+  return _mm256_set_epi64x(int64_t(t[b3 & 127]), int64_t(t[b2 & 127]), int64_t(t[b1 & 127]), int64_t(t[b0 & 127]));
 }
 inline __m256i iq_scales(int lo, int hi) {  // int16 lanes: columns 0-15, then 16-31
   return _mm256_set_m128i(_mm_set1_epi16(short(hi)), _mm_set1_epi16(short(lo)));
@@ -441,7 +455,7 @@ struct DecIq2xxs {  // d, qs[32] (uint16)
     const uint32_t a0 = load_u32(wb + 2 + 8 * ib), a1 = load_u32(wb + 6 + 8 * ib);
     const int s = int(2 * (a1 >> 28) + 1);
     return {iq_grid64(quant::kIq2xxsGrid.v, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24),
-            iq_signer(iq_sign_bytes(a1, 7)), iq_scales(s, s)};
+            iq_signer7(a1, a1 >> 7, a1 >> 14, a1 >> 21), iq_scales(s, s)};
   }
 };
 struct DecIq2xs {  // d, qs[32] (9-bit index | 7 sign bits << 9), scales[8]
@@ -451,10 +465,9 @@ struct DecIq2xs {  // d, qs[32] (9-bit index | 7 sign bits << 9), scales[8]
   static IqSub sub(const uint8_t* wb, int ib) {
     uint16_t q[4];
     __builtin_memcpy(q, wb + 2 + 8 * ib, 8);
-    uint32_t sg = 0;
-    for (int l = 0; l < 4; ++l) sg |= uint32_t(kIqSigns.v[q[l] >> 9]) << (8 * l);
     const int sc = wb[66 + ib];
-    return {iq_grid64(quant::kIq2xsGrid.v, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511), iq_signer(sg),
+    return {iq_grid64(quant::kIq2xsGrid.v, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511),
+            iq_signer7(q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9),
             iq_scales(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1)};
   }
 };
@@ -481,7 +494,7 @@ struct DecIq3xxs {  // d, qs[64] (8-bit indexes of 4 values), then per 32 a word
     const int s = int(2 * (aux >> 28) + 1);
     return {_mm256_setr_epi32(int(g[q[0]]), int(g[q[1]]), int(g[q[2]]), int(g[q[3]]), int(g[q[4]]), int(g[q[5]]),
                               int(g[q[6]]), int(g[q[7]])),
-            iq_signer(iq_sign_bytes(aux, 7)), iq_scales(s, s)};
+            iq_signer7(aux, aux >> 7, aux >> 14, aux >> 21), iq_scales(s, s)};
   }
 };
 struct DecIq3s {  // d, qs[64], qh[8], signs[32], scales[4]
