@@ -1,5 +1,6 @@
-// `minfer quantize IN.gguf OUT.gguf TYPE [--threads N] [--imatrix FILE]`: llama-quantize's job
-// (same mixes, same bytes), with a progress bar on a terminal and a size summary at the end.
+// `minfer quantize IN.gguf OUT.gguf TYPE [--threads N] [--imatrix FILE] [--pure]
+// [--output-tensor-type T] [--token-embedding-type T]`: llama-quantize's job (same mixes, same
+// bytes), with a progress bar on a terminal and a size summary at the end.
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -9,6 +10,7 @@
 #include "common/error.h"
 #include "tools/imatrix.h"
 #include "tools/quantize.h"
+#include "quant/quant.h"
 #include "tools/quantize_rules.h"
 
 namespace {
@@ -23,7 +25,8 @@ int run_quantize(int argc, char** argv) {
     types += std::string(types.empty() ? "" : ", ") + std::string(n);
   CLI::App app{"Quantize a GGUF model with llama-quantize's per-tensor rules.\nTYPE: " + types,
                "minfer quantize"};
-  std::string in, out, type, imatrix_path;
+  std::string in, out, type, imatrix_path, output_type, embd_type;
+  tools::TypeOverrides overrides;
   int threads = 0;
   bool quiet = false;
   app.add_option("input", in, "input model (.gguf)")->required();
@@ -32,10 +35,22 @@ int run_quantize(int argc, char** argv) {
   app.add_option("-t,--threads", threads, "threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--imatrix", imatrix_path, "importance matrix from llama-imatrix (GGUF or legacy .dat)");
+  app.add_flag("--pure", overrides.pure, "no per-tensor mix: every quantized tensor gets TYPE's type");
+  app.add_option("--output-tensor-type", output_type, "type of output.weight, e.g. q8_0");
+  app.add_option("--token-embedding-type", embd_type, "type of token_embd.weight, e.g. q8_0");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   cli::parse(app, argc, argv);
   if (!tools::find_ftype(type)) fail("unknown type '{}': expected one of {}", type, types);
   if (in == out) fail("output {} would overwrite the input", out);
+  auto tensor_type = [](const std::string& flag, const std::string& name) -> std::optional<GgmlType> {
+    if (name.empty()) return std::nullopt;
+    const std::optional<GgmlType> t = type_from_name(name);
+    if (!t || !quant::can_quantize(*t) || *t == GgmlType::Q8_1 || *t == GgmlType::Q8_K)
+      fail("{}: '{}' is not a weight type minfer can write (e.g. f16, q8_0, q6_K, q4_K)", flag, name);
+    return t;
+  };
+  overrides.output = tensor_type("--output-tensor-type", output_type);
+  overrides.token_embd = tensor_type("--token-embedding-type", embd_type);
 
   std::optional<tools::Imatrix> imatrix;
   if (!imatrix_path.empty()) {
@@ -50,7 +65,7 @@ int run_quantize(int argc, char** argv) {
   const tools::QuantizeReport r = tools::quantize_model(
       in, out, type, threads,
       [&](int done, int total, const std::string&) { bar.update(double(done) / total); },
-      imatrix ? &*imatrix : nullptr);
+      imatrix ? &*imatrix : nullptr, &overrides);
   bar.finish();
 
   std::fprintf(stderr, "%s: %d tensors, %d converted", out.c_str(), r.n_tensors, r.n_converted);

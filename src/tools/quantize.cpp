@@ -105,7 +105,8 @@ const float* imatrix_for(const Imatrix* m, const gguf::TensorInfo& t, const std:
 
 QuantizeReport quantize_model(const std::string& in, const std::string& out,
                               const std::string& ftype_name, int n_threads,
-                              const ProgressFn& progress, const Imatrix* imatrix) {
+                              const ProgressFn& progress, const Imatrix* imatrix,
+                              const TypeOverrides* overrides) {
   const Ftype* ftype = find_ftype(ftype_name);
   if (!ftype) {
     std::string names;
@@ -124,7 +125,7 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out,
 
   ModelShape shape = model_shape(*f);
   shape.has_imatrix = imatrix != nullptr;
-  TypePlanner planner(*ftype, shape);
+  TypePlanner planner(*ftype, shape, overrides ? *overrides : TypeOverrides{});
   QuantizeReport report;
   std::vector<GgmlType> types;
   std::vector<const float*> weights;  // per tensor in `order`: its imatrix entry or nullptr

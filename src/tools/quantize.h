@@ -24,6 +24,7 @@ struct QuantizeReport {
 };
 
 struct Imatrix;
+struct TypeOverrides;
 
 // Called after each tensor is written: (tensors done, total, name of the last one).
 using ProgressFn = std::function<void(int done, int total, const std::string& name)>;
@@ -33,10 +34,12 @@ using ProgressFn = std::function<void(int done, int total, const std::string& na
 // cores. With an importance matrix (imatrix.h) each converted tensor found in it is quantized
 // with its weights, as llama-quantize --imatrix does (an entry whose size is not the tensor's
 // row length x experts is an Error, except for token_embd, which then goes without), and the
-// output records the imatrix in llama-quantize's quantize.imatrix.* keys. Throws minfer::Error
+// output records the imatrix in llama-quantize's quantize.imatrix.* keys. `overrides`:
+// llama-quantize's --pure / --output-tensor-type / --token-embedding-type (quantize_rules.h). Throws minfer::Error
 // naming the file/tensor on any failure; `out` is only replaced when everything succeeded.
 QuantizeReport quantize_model(const std::string& in, const std::string& out,
                               const std::string& ftype_name, int n_threads,
-                              const ProgressFn& progress = {}, const Imatrix* imatrix = nullptr);
+                              const ProgressFn& progress = {}, const Imatrix* imatrix = nullptr,
+                              const TypeOverrides* overrides = nullptr);
 
 }  // namespace minfer::tools

@@ -115,15 +115,20 @@ bool should_quantize(std::string_view name, uint32_t n_dims) {
   return name != "position_embd.weight" && name != "token_types.weight";
 }
 
-TypePlanner::TypePlanner(const Ftype& ftype, ModelShape shape)
-    : ftype_(ftype), shape_(std::move(shape)) {}
+TypePlanner::TypePlanner(const Ftype& ftype, ModelShape shape, TypeOverrides overrides)
+    : ftype_(ftype), shape_(std::move(shape)), overrides_(overrides) {}
 
 GgmlType TypePlanner::choose(const std::string& name, const std::array<int64_t, 4>& ne) {
+  // The user's types for the embedding and the output come first, whatever the ftype, and
+  // without fallbacks (as llama_tensor_get_type returns them).
+  if (overrides_.token_embd && (name == "token_embd.weight" || name == "per_layer_token_embd.weight"))
+    return *overrides_.token_embd;
+  if (overrides_.output && name == "output.weight") return *overrides_.output;
   const GgmlType def = ftype_.default_type;
   // F32/F16/BF16 files convert every quantizable weight, with no per-tensor mix.
   if (!type_traits(def).quantized) return def;
 
-  GgmlType t = by_name(name, ne);
+  GgmlType t = overrides_.pure ? def : by_name(name, ne);
   const int64_t nx = ne[0];
   if (nx % type_traits(t).block_size == 0) {
     ++n_k_quantized_;
@@ -175,6 +180,7 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
   };
 
   if (name == "output.weight" || (!shape_.has_output && name == "token_embd.weight")) {
+    if (overrides_.output) return *overrides_.output;  // (a tied token_embd: not returned early)
     // The output projection (or the token embedding tied to it) keeps 6 bits.
     if (falcon || ne[0] % type_traits(t).block_size != 0) return GgmlType::Q8_0;
     return t != GgmlType::Q8_0 ? GgmlType::Q6_K : t;

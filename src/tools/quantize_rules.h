@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,9 +44,16 @@ bool llama_tensor_order(const std::string& a, const std::string& b);
 // small special tensors it keeps as they are).
 bool should_quantize(std::string_view name, uint32_t n_dims);
 
+// llama-quantize's --pure, --output-tensor-type and --token-embedding-type.
+struct TypeOverrides {
+  bool pure = false;                     // every quantized tensor the ftype's type (then fallbacks)
+  std::optional<GgmlType> output;        // output.weight (and a token_embd tied to it)
+  std::optional<GgmlType> token_embd;    // token_embd.weight, per_layer_token_embd.weight
+};
+
 class TypePlanner {
  public:
-  TypePlanner(const Ftype& ftype, ModelShape shape);
+  TypePlanner(const Ftype& ftype, ModelShape shape, TypeOverrides overrides = {});
   // The type for a tensor that should_quantize() accepted; call once per such tensor in
   // llama_tensor_order. Throws minfer::Error for a row length no type in the fallback
   // chain can hold.
@@ -57,6 +65,7 @@ class TypePlanner {
   GgmlType by_name(const std::string& name, const std::array<int64_t, 4>& ne);
   Ftype ftype_;
   ModelShape shape_;
+  TypeOverrides overrides_;
   int i_attention_wv_ = 0, i_ffn_down_ = 0, i_ffn_gate_ = 0, i_ffn_up_ = 0;
   int n_fallback_ = 0, n_k_quantized_ = 0;
 };

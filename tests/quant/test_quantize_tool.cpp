@@ -23,6 +23,7 @@
 #include "quant/quant.h"
 #include "tools/imatrix.h"
 #include "tools/quantize.h"
+#include "tools/quantize_rules.h"
 
 using namespace minfer;
 namespace fs = std::filesystem;
@@ -584,4 +585,48 @@ TEST_F(QuantizeTool, BadImatrixFilesAreErrors) {
   write_file(p("emb.dat"), legacy_imatrix(emb));
   const tools::Imatrix e = tools::load_imatrix(p("emb.dat"));
   EXPECT_NO_THROW(tools::quantize_model(p("in.gguf"), p("out.gguf"), "Q4_K_M", 2, {}, &e));
+}
+
+// --pure, --output-tensor-type, --token-embedding-type as llama_tensor_get_type applies them
+// (checked against llama_model_quantize on a tied model, see QUANT.md): the user's types come
+// before everything, for float targets too; --pure drops the mix but keeps the fallbacks.
+TEST_F(QuantizeTool, PureAndOutputAndEmbeddingTypes) {
+  write_llama(k8, p("in.gguf"));
+  auto more_bits = [](int i) { return i == 0 || i == 3 || i == 6 || i == 7; };
+  auto q4km = [&](int i, const std::string& n) {
+    return (n == "attn_v" || n == "ffn_down") && more_bits(i) ? GgmlType::Q6_K : GgmlType::Q4_K;
+  };
+  tools::TypeOverrides pure;
+  pure.pure = true;
+  tools::quantize_model(p("in.gguf"), p("pure.gguf"), "Q4_K_M", 2, {}, nullptr, &pure);
+  expect_types(expected(k8, GgmlType::Q4_K, GgmlType::Q4_K, [](int, const std::string&) { return GgmlType::Q4_K; }),
+               p("pure.gguf"));
+
+  tools::TypeOverrides both;
+  both.output = GgmlType::Q8_0;
+  both.token_embd = GgmlType::Q5_K;
+  tools::quantize_model(p("in.gguf"), p("both.gguf"), "Q4_K_M", 2, {}, nullptr, &both);
+  expect_types(expected(k8, GgmlType::Q5_K, GgmlType::Q8_0, q4km), p("both.gguf"));
+  tools::quantize_model(p("in.gguf"), p("f16.gguf"), "F16", 2, {}, nullptr, &both);
+  expect_types(expected(k8, GgmlType::Q5_K, GgmlType::Q8_0, [](int, const std::string&) { return GgmlType::F16; }),
+               p("f16.gguf"));
+
+  // Tied (no output.weight): the output type goes to token_embd, unless it has its own.
+  const Spec tied = {8, 256, 512, 512, 8, 2, true, GgmlType::F32};
+  write_llama(tied, p("tied.gguf"));
+  tools::TypeOverrides out_only;
+  out_only.output = GgmlType::Q8_0;
+  tools::quantize_model(p("tied.gguf"), p("t1.gguf"), "Q4_K_M", 2, {}, nullptr, &out_only);
+  EXPECT_EQ(types_of(p("t1.gguf")).at("token_embd.weight"), GgmlType::Q8_0);
+  tools::quantize_model(p("tied.gguf"), p("t2.gguf"), "Q4_K_M", 2, {}, nullptr, &both);
+  EXPECT_EQ(types_of(p("t2.gguf")).at("token_embd.weight"), GgmlType::Q5_K);
+
+  // --pure keeps the fallback of rows that do not divide into 256-blocks.
+  const Spec s896 = {2, 896, 512, 256, 14, 2, false, GgmlType::F16};
+  write_llama(s896, p("w896.gguf"));
+  tools::quantize_model(p("w896.gguf"), p("p896.gguf"), "Q4_K_M", 2, {}, nullptr, &pure);
+  const auto got = types_of(p("p896.gguf"));
+  EXPECT_EQ(got.at("blk.0.attn_q.weight"), GgmlType::Q5_0);    // Q4_K -> Q5_0
+  EXPECT_EQ(got.at("blk.1.ffn_down.weight"), GgmlType::Q4_K);  // 512-wide rows fit
+  EXPECT_EQ(got.at("output.weight"), GgmlType::Q5_0);          // no Q8_0 for the output when pure
 }
