@@ -1,9 +1,14 @@
 // `minfer quantize IN.gguf OUT.gguf TYPE [--threads N] [--imatrix FILE] [--pure]
-// [--output-tensor-type T] [--token-embedding-type T]`: llama-quantize's job (same mixes, same
-// bytes), with a progress bar on a terminal and a size summary at the end.
+// [--output-tensor-type T] [--token-embedding-type T] [--tensor-type NAME=T ...]
+// [--tensor-type-file FILE]`: llama-quantize's job (same mixes, same bytes), with a progress bar
+// on a terminal and a size summary at the end.
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/progress.h"
@@ -25,7 +30,8 @@ int run_quantize(int argc, char** argv) {
     types += std::string(types.empty() ? "" : ", ") + std::string(n);
   CLI::App app{"Quantize a GGUF model with llama-quantize's per-tensor rules.\nTYPE: " + types,
                "minfer quantize"};
-  std::string in, out, type, imatrix_path, output_type, embd_type;
+  std::string in, out, type, imatrix_path, output_type, embd_type, tensor_type_file;
+  std::vector<std::string> tensor_types;
   tools::TypeOverrides overrides;
   int threads = 0;
   bool quiet = false;
@@ -38,6 +44,9 @@ int run_quantize(int argc, char** argv) {
   app.add_flag("--pure", overrides.pure, "no per-tensor mix: every quantized tensor gets TYPE's type");
   app.add_option("--output-tensor-type", output_type, "type of output.weight, e.g. q8_0");
   app.add_option("--token-embedding-type", embd_type, "type of token_embd.weight, e.g. q8_0");
+  app.add_option("--tensor-type", tensor_types,
+                 "NAME=TYPE: tensors whose name contains NAME (a regular expression) get TYPE; repeatable");
+  app.add_option("--tensor-type-file", tensor_type_file, "NAME=TYPE entries, separated by spaces or newlines");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   cli::parse(app, argc, argv);
   if (!tools::find_ftype(type)) fail("unknown type '{}': expected one of {}", type, types);
@@ -51,6 +60,19 @@ int run_quantize(int argc, char** argv) {
   };
   overrides.output = tensor_type("--output-tensor-type", output_type);
   overrides.token_embd = tensor_type("--token-embedding-type", embd_type);
+  if (!tensor_type_file.empty()) {
+    std::ifstream f(tensor_type_file);
+    if (!f) fail("--tensor-type-file: cannot open {}", tensor_type_file);
+    for (std::string entry; f >> entry;) tensor_types.push_back(entry);
+  }
+  for (const std::string& entry : tensor_types) {  // NAME=TYPE, NAME lowercased as llama-quantize does
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == entry.size())
+      fail("--tensor-type: '{}' is not NAME=TYPE", entry);
+    std::string name = entry.substr(0, eq);
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    overrides.tensor_types.emplace_back(name, *tensor_type("--tensor-type", entry.substr(eq + 1)));
+  }
 
   std::optional<tools::Imatrix> imatrix;
   if (!imatrix_path.empty()) {

@@ -116,7 +116,15 @@ bool should_quantize(std::string_view name, uint32_t n_dims) {
 }
 
 TypePlanner::TypePlanner(const Ftype& ftype, ModelShape shape, TypeOverrides overrides)
-    : ftype_(ftype), shape_(std::move(shape)), overrides_(overrides) {}
+    : ftype_(ftype), shape_(std::move(shape)), overrides_(std::move(overrides)) {
+  for (const auto& [pattern, type] : overrides_.tensor_types) {
+    try {
+      patterns_.emplace_back(std::regex(pattern), type);
+    } catch (const std::regex_error& e) {
+      fail("tensor type pattern '{}' is not a valid regular expression: {}", pattern, e.what());
+    }
+  }
+}
 
 GgmlType TypePlanner::choose(const std::string& name, const std::array<int64_t, 4>& ne) {
   // The user's types for the embedding and the output come first, whatever the ftype, and
@@ -128,7 +136,13 @@ GgmlType TypePlanner::choose(const std::string& name, const std::array<int64_t, 
   // F32/F16/BF16 files convert every quantizable weight, with no per-tensor mix.
   if (!type_traits(def).quantized) return def;
 
-  GgmlType t = overrides_.pure ? def : by_name(name, ne);
+  GgmlType t = def;
+  const auto manual = std::find_if(patterns_.begin(), patterns_.end(),
+                                   [&](const auto& p) { return std::regex_search(name, p.first); });
+  if (manual != patterns_.end())
+    t = manual->second;
+  else if (!overrides_.pure)
+    t = by_name(name, ne);
   const int64_t nx = ne[0];
   if (nx % type_traits(t).block_size == 0) {
     ++n_k_quantized_;

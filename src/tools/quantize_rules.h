@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,11 +45,14 @@ bool llama_tensor_order(const std::string& a, const std::string& b);
 // small special tensors it keeps as they are).
 bool should_quantize(std::string_view name, uint32_t n_dims);
 
-// llama-quantize's --pure, --output-tensor-type and --token-embedding-type.
+// llama-quantize's --pure, --output-tensor-type, --token-embedding-type and --tensor-type.
 struct TypeOverrides {
   bool pure = false;                     // every quantized tensor the ftype's type (then fallbacks)
   std::optional<GgmlType> output;        // output.weight (and a token_embd tied to it)
   std::optional<GgmlType> token_embd;    // token_embd.weight, per_layer_token_embd.weight
+  // (ECMAScript regex, type): the first pattern found in a tensor's name gives its type, in
+  // place of the mix (quantized targets only; the per-layer counters skip such tensors).
+  std::vector<std::pair<std::string, GgmlType>> tensor_types;
 };
 
 class TypePlanner {
@@ -66,6 +70,7 @@ class TypePlanner {
   Ftype ftype_;
   ModelShape shape_;
   TypeOverrides overrides_;
+  std::vector<std::pair<std::regex, GgmlType>> patterns_;  // overrides_.tensor_types, compiled
   int i_attention_wv_ = 0, i_ffn_down_ = 0, i_ffn_gate_ = 0, i_ffn_up_ = 0;
   int n_fallback_ = 0, n_k_quantized_ = 0;
 };

@@ -630,3 +630,31 @@ TEST_F(QuantizeTool, PureAndOutputAndEmbeddingTypes) {
   EXPECT_EQ(got.at("blk.1.ffn_down.weight"), GgmlType::Q4_K);  // 512-wide rows fit
   EXPECT_EQ(got.at("output.weight"), GgmlType::Q5_0);          // no Q8_0 for the output when pure
 }
+
+// --tensor-type NAME=TYPE: the first pattern found in a tensor's name gives its type, and the
+// mix's per-layer counters skip that tensor, as in llama.cpp (checked against
+// llama_model_quantize with the same patterns on the qwen3-0.6b F16 file).
+TEST_F(QuantizeTool, TensorTypePatterns) {
+  write_llama(k8, p("in.gguf"));
+  tools::TypeOverrides ov;
+  ov.tensor_types = {{"blk\\.0\\.attn_v", GgmlType::Q8_0}, {"ffn_up", GgmlType::Q5_K}, {"up|gate", GgmlType::Q2_K}};
+  tools::quantize_model(p("in.gguf"), p("out.gguf"), "Q4_K_M", 2, {}, nullptr, &ov);
+  // attn_v of layers 1..7 now take the counter values 0..6: use_more_bits(i, 8) holds for
+  // i = 0, 3, 6 (and 7, which no layer reaches), so layers 1, 4 and 7 get Q6_K.
+  auto more_bits = [](int i) { return i == 0 || i == 3 || i == 6 || i == 7; };
+  expect_types(expected(k8, GgmlType::Q4_K, GgmlType::Q6_K,
+                        [&](int i, const std::string& n) {
+                          if (n == "attn_v") return i == 0 ? GgmlType::Q8_0 : more_bits(i - 1) ? GgmlType::Q6_K : GgmlType::Q4_K;
+                          if (n == "ffn_up") return GgmlType::Q5_K;     // (the first pattern that matches)
+                          if (n == "ffn_gate") return GgmlType::Q2_K;
+                          if (n == "ffn_down") return more_bits(i) ? GgmlType::Q6_K : GgmlType::Q4_K;
+                          return GgmlType::Q4_K;
+                        }),
+               p("out.gguf"));
+  // Float targets keep their one type; a pattern that is not a regular expression is an error.
+  tools::quantize_model(p("in.gguf"), p("f16.gguf"), "F16", 2, {}, nullptr, &ov);
+  EXPECT_EQ(types_of(p("f16.gguf")).at("blk.0.ffn_up.weight"), GgmlType::F16);
+  tools::TypeOverrides bad;
+  bad.tensor_types = {{"attn_(q", GgmlType::Q8_0}};
+  EXPECT_THROW(tools::quantize_model(p("in.gguf"), p("bad.gguf"), "Q4_K_M", 2, {}, nullptr, &bad), Error);
+}
