@@ -10,7 +10,7 @@
 #include "common/error.h"
 #include "common/fp16.h"
 #include "quant/blocks.h"
-#include "quant/iq_grids.h"
+#include "quant/iq_lattice.h"
 
 namespace minfer::cpu {
 namespace {
@@ -223,65 +223,13 @@ float dot_iq4_xs(int64_t n, const block_iq4_xs* w, const block_q8_K* x) {
 
 // The lattice i-quants: integer sums per super-block of grid value x activation (signs applied
 // as integers), block scales as integers, then one float step, as ggml's generic
-// vec_dot_iq*_q8_K (IQ2's odd scales 2s + 1 and the final 1/8, IQ3_XXS's 1/4). Each type says
-// where group l (8 values) of block ib finds its grid bytes, its sign byte, and the scale of
-// half h (16 columns; the same for both halves where a type scales per 32).
+// vec_dot_iq*_q8_K (IQ2's odd scales 2s + 1 and the final 1/8, IQ3_XXS's 1/4), through the
+// types' group accessors (quant/iq_lattice.h).
 inline int signed_group(uint64_t grid, uint8_t signs, const int8_t* q8) {
   int sum = 0;
   for (int j = 0; j < 8; ++j) sum += int(uint8_t(grid >> (8 * j))) * q8[j] * ((signs >> j) & 1 ? -1 : 1);
   return sum;
 }
-inline uint32_t u32_at(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-inline int iq_odd_scale(int nibble) { return 2 * nibble + 1; }
-
-struct LatIq2xxs {
-  using Block = block_iq2_xxs;
-  static constexpr float kFinal = 0.125f;
-  static uint64_t grid(const Block& b, int ib, int l) { return kIq2xxsGrid.v[(u32_at(b.qs + 4 * ib) >> (8 * l)) & 255]; }
-  static uint8_t signs(const Block& b, int ib, int l) { return iq_signs((u32_at(b.qs + 4 * ib + 2) >> (7 * l)) & 127); }
-  static int scale(const Block& b, int ib, int) { return iq_odd_scale(int(u32_at(b.qs + 4 * ib + 2) >> 28)); }
-};
-struct LatIq2xs {
-  using Block = block_iq2_xs;
-  static constexpr float kFinal = 0.125f;
-  static uint64_t grid(const Block& b, int ib, int l) { return kIq2xsGrid.v[b.qs[4 * ib + l] & 511]; }
-  static uint8_t signs(const Block& b, int ib, int l) { return iq_signs(b.qs[4 * ib + l] >> 9); }
-  static int scale(const Block& b, int ib, int h) { return iq_odd_scale((b.scales[ib] >> (4 * h)) & 0xf); }
-};
-struct LatIq2s {
-  using Block = block_iq2_s;
-  static constexpr float kFinal = 0.125f;
-  static uint64_t grid(const Block& b, int ib, int l) {
-    return kIq2sGrid.v[b.qs[4 * ib + l] | ((b.qh[ib] << (8 - 2 * l)) & 0x300)];
-  }
-  static uint8_t signs(const Block& b, int ib, int l) { return b.qs[QK_K / 8 + 4 * ib + l]; }
-  static int scale(const Block& b, int ib, int h) { return iq_odd_scale((b.scales[ib] >> (4 * h)) & 0xf); }
-};
-struct LatIq3xxs {  // a group is two 4-value grid entries
-  using Block = block_iq3_xxs;
-  static constexpr float kFinal = 0.25f;
-  static uint64_t grid(const Block& b, int ib, int l) {
-    return kIq3xxsGrid.v[b.qs[8 * ib + 2 * l]] | uint64_t(kIq3xxsGrid.v[b.qs[8 * ib + 2 * l + 1]]) << 32;
-  }
-  static uint8_t signs(const Block& b, int ib, int l) { return iq_signs((u32_at(b.qs + QK_K / 4 + 4 * ib) >> (7 * l)) & 127); }
-  static int scale(const Block& b, int ib, int) { return iq_odd_scale(int(u32_at(b.qs + QK_K / 4 + 4 * ib) >> 28)); }
-};
-struct LatIq3s {
-  using Block = block_iq3_s;
-  static constexpr float kFinal = 1.0f;
-  static uint64_t grid(const Block& b, int ib, int l) {
-    const int qh = b.qh[ib];
-    return kIq3sGrid.v[b.qs[8 * ib + 2 * l] | ((qh << (8 - 2 * l)) & 256)] |
-           uint64_t(kIq3sGrid.v[b.qs[8 * ib + 2 * l + 1] | ((qh << (7 - 2 * l)) & 256)]) << 32;
-  }
-  static uint8_t signs(const Block& b, int ib, int l) { return b.signs[4 * ib + l]; }
-  static int scale(const Block& b, int ib, int) { return iq_odd_scale((b.scales[ib / 2] >> (4 * (ib % 2))) & 0xf); }
-};
-
 template <class L>
 float dot_lattice(int64_t n, const typename L::Block* w, const block_q8_K* x) {
   float s = 0.0f;
@@ -291,7 +239,8 @@ float dot_lattice(int64_t n, const typename L::Block* w, const block_q8_K* x) {
     for (int ib = 0; ib < QK_K / 32; ++ib)
       for (int h = 0; h < 2; ++h) {
         int32_t sumi = 0;
-        for (int l = 2 * h; l < 2 * h + 2; ++l, q8 += 8) sumi += signed_group(L::grid(w[b], ib, l), L::signs(w[b], ib, l), q8);
+        for (int l = 2 * h; l < 2 * h + 2; ++l, q8 += 8)
+          sumi += signed_group(L::grid(w[b], ib, l), L::signs(w[b], ib, l), q8);
         bsum += sumi * L::scale(w[b], ib, h);
       }
     s += (h2f(w[b].d) * x[b].d) * float(bsum);
