@@ -342,8 +342,9 @@ inline int32_t panel_offset_term(const Q8KSums& pr, int j) {
 // path's float(sumi) + float(sumi1) / 8, both exact below 2^24).
 template <class D>
 inline float lattice_panel_row(const uint8_t* wb, uint8_t* q, int32_t* sc16) {
+  const typename SbOf<D>::type sb(wb);
   for (int ib = 0; ib < 8; ++ib) {
-    const IqSub d = D::sub(wb, ib);
+    const IqSub d = sb.sub(wb, ib);
     const __m256i v = _mm256_sign_epi8(d.u, d.signer);
     _mm256_store_si256((__m256i*)(q + 32 * ib), _mm256_add_epi8(v, _mm256_set1_epi8(char(0x80))));
     sc16[2 * ib] = int16_t(_mm256_extract_epi16(d.scale, 0));  // (signed in general)

@@ -513,34 +513,91 @@ struct DecIq3s {  // d, qs[64], qh[8], signs[32], scales[4]
     return {u, iq_signer(load_u32(wb + 74 + 4 * ib)), iq_scales(s, s)};
   }
 };
-// IQ1: 8 x grid ({-1, 0, 1} bytes) + delta (+-1 bytes), odd hence never 0.
-inline IqSub iq1_sub(__m256i g, __m256i delta, __m256i scale) {
-  const __m256i g2 = _mm256_add_epi8(g, g), g4 = _mm256_add_epi8(g2, g2);
-  const __m256i v = _mm256_add_epi8(_mm256_add_epi8(g4, g4), delta);
-  return {_mm256_abs_epi8(v), v, scale};
-}
+// IQ1: values 8 x grid ({-1, 0, 1} bytes) + the group's shift (+-1), odd hence never 0. One
+// table holds them for every index and shift sign (bit 11 set: shift -1), 32 KiB.
+struct Iq1Values {
+  uint64_t v[4096];
+  constexpr Iq1Values() : v{} {
+    for (int e = 0; e < 4096; ++e) {
+      const uint64_t g = quant::kIq1sGrid.v[e & 2047];
+      uint64_t x = 0;
+      for (int i = 0; i < 8; ++i)
+        x |= uint64_t(uint8_t(8 * int8_t(uint8_t(g >> (8 * i))) + (e >= 2048 ? -1 : 1))) << (8 * i);
+      v[e] = x;
+    }
+  }
+};
+constexpr Iq1Values kIq1Values;
+
+// An IQ1 super-block decoded with vector steps once: its 32 table indexes (grid index | shift
+// sign << 11), 4 per 64-bit word, moved to general registers (a load of a word of a vector just
+// stored waits for the store: IQ1_M 200 -> 241 us a 3072 x 1024 row set with per-index loads),
+// and its 16 scales (2 s + 1 per 16 columns). A block then costs its four table loads, one
+// broadcast and one byte shuffle for its scales, and the dot: the per-block scalar bit
+// arithmetic of indexes, shifts and scales had made IQ1_M the slowest type.
+struct Iq1Sb {
+  uint64_t q[8];              // block ib's 4 table indexes, 16 bits each
+  alignas(32) int16_t sc[16];  // scale of columns 16 h .. 16 h + 15
+  // i0: groups 0-7 | 16-23 and i1: 8-15 | 24-31 as 16-bit indexes (unpack order).
+  void indexes(__m256i i0, __m256i i1) {
+    const __m128i a0 = _mm256_castsi256_si128(i0), a1 = _mm256_castsi256_si128(i1);
+    const __m128i b0 = _mm256_extracti128_si256(i0, 1), b1 = _mm256_extracti128_si256(i1, 1);
+    q[0] = uint64_t(_mm_cvtsi128_si64(a0));
+    q[1] = uint64_t(_mm_extract_epi64(a0, 1));
+    q[2] = uint64_t(_mm_cvtsi128_si64(a1));
+    q[3] = uint64_t(_mm_extract_epi64(a1, 1));
+    q[4] = uint64_t(_mm_cvtsi128_si64(b0));
+    q[5] = uint64_t(_mm_extract_epi64(b0, 1));
+    q[6] = uint64_t(_mm_cvtsi128_si64(b1));
+    q[7] = uint64_t(_mm_extract_epi64(b1, 1));
+  }
+  // 3-bit fields: lane j of w (16-bit lanes) shifted right by 3 (j % 4), its low 3 bits (a multiply
+  // brings them to bits 9-11: AVX2 has no per-lane 16-bit shift).
+  static __m256i fields3(__m256i w) {
+    const __m256i m = _mm256_setr_epi16(512, 64, 8, 1, 512, 64, 8, 1, 512, 64, 8, 1, 512, 64, 8, 1);
+    return _mm256_and_si256(_mm256_srli_epi16(_mm256_mullo_epi16(w, m), 9), _mm256_set1_epi16(7));
+  }
+  IqSub sub(const uint8_t*, int ib) const {
+    const uint64_t k = q[ib];
+    const __m256i v = iq_grid64(kIq1Values.v, int(k & 0xFFFF), int((k >> 16) & 0xFFFF), int((k >> 32) & 0xFFFF),
+                                int(k >> 48));
+    // scales 2 ib, 2 ib + 1 (one dword) to the two 16-column halves
+    const __m256i halves = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2,
+                                            3, 2, 3, 2, 3, 2, 3);
+    return {_mm256_abs_epi8(v), v,
+            _mm256_shuffle_epi8(_mm256_set1_epi32(int(load_u32((const uint8_t*)(sc + 2 * ib)))), halves)};
+  }
+};
+
 struct DecIq1s {  // d, qs[32], qh[8] (uint16: 3 index bits per group, 3-bit scale, shift sign)
   static constexpr size_t kBytes = 50;
   static constexpr float kFinal = 0.125f;
   static float d(const uint8_t* wb) { return f16(wb); }
-  static IqSub sub(const uint8_t* wb, int ib) {
-    const uint8_t* qs = wb + 2 + 4 * ib;
-    const int qh = wb[34 + 2 * ib] | (wb[35 + 2 * ib] << 8);
-    const int s = 2 * ((qh >> 12) & 7) + 1;
-    return iq1_sub(iq_grid64(quant::kIq1sGrid.v, qs[0] | ((qh & 7) << 8), qs[1] | (((qh >> 3) & 7) << 8),
-                             qs[2] | (((qh >> 6) & 7) << 8), qs[3] | (((qh >> 9) & 7) << 8)),
-                   _mm256_set1_epi8(qh & 0x8000 ? -1 : 1), iq_scales(s, s));
-  }
+  struct Sb : Iq1Sb {
+    explicit Sb(const uint8_t* wb) {
+      // Group 4 ib + l: word ib of qh, bits 3 l .. 3 l + 2; the block's shift sign is bit 15. Lanes
+      // in indexes()' unpack order: groups 0-7 | 16-23, then 8-15 | 24-31.
+      const __m256i qh = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(wb + 34)));
+      const __m256i qs = _mm256_loadu_si256((const __m256i*)(wb + 2)), zero = _mm256_setzero_si256();
+      const __m256i pick0 = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 8, 9, 8, 9, 8, 9, 8, 9, 10,
+                                             11, 10, 11, 10, 11, 10, 11);
+      const __m256i pick1 = _mm256_add_epi8(pick0, _mm256_set1_epi8(4));
+      __m256i i[2] = {_mm256_unpacklo_epi8(qs, zero), _mm256_unpackhi_epi8(qs, zero)};
+      for (int h = 0; h < 2; ++h) {
+        const __m256i w = _mm256_shuffle_epi8(qh, h ? pick1 : pick0);
+        const __m256i hi = _mm256_or_si256(fields3(w), _mm256_slli_epi16(_mm256_srli_epi16(w, 15), 3));
+        i[h] = _mm256_or_si256(i[h], _mm256_slli_epi16(hi, 8));
+      }
+      indexes(i[0], i[1]);
+    }
+    IqSub sub(const uint8_t* wb, int ib) const {
+      const uint64_t k = q[ib];
+      const __m256i v = iq_grid64(kIq1Values.v, int(k & 0xFFFF), int((k >> 16) & 0xFFFF), int((k >> 32) & 0xFFFF),
+                                  int(k >> 48));
+      return {_mm256_abs_epi8(v), v, _mm256_set1_epi16(short(2 * ((wb[35 + 2 * ib] >> 4) & 7) + 1))};
+    }
+  };
 };
-// The shifts' signs of IQ1_M's 4 groups (bit l: group l negative) as 32 bytes of -1 / +1.
-struct Iq1mDeltas {
-  alignas(32) uint8_t v[16][32];
-  constexpr Iq1mDeltas() : v{} {
-    for (int i = 0; i < 16; ++i)
-      for (int j = 0; j < 32; ++j) v[i][j] = (i >> (j / 8)) & 1 ? 0xFF : 0x01;
-  }
-};
-constexpr Iq1mDeltas kIq1mDeltas;
 
 struct DecIq1m {  // qs[32], qh[16] (per group 3 index bits and the shift's sign), scales[8] (+ d)
   static constexpr size_t kBytes = 56;
@@ -550,16 +607,24 @@ struct DecIq1m {  // qs[32], qh[16] (per group 3 index bits and the shift's sign
     __builtin_memcpy(sc, wb + 48, 8);
     return _cvtsh_ss(uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000)));
   }
-  static IqSub sub(const uint8_t* wb, int ib) {
-    const uint8_t* qs = wb + 4 * ib;
-    const int h0 = wb[32 + 2 * ib], h1 = wb[33 + 2 * ib];
-    const int sc = wb[48 + 2 * (ib / 2)] | (wb[49 + 2 * (ib / 2)] << 8);
-    const int neg = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);  // bit 3 of each nibble
-    return iq1_sub(iq_grid64(quant::kIq1sGrid.v, qs[0] | ((h0 & 7) << 8), qs[1] | (((h0 >> 4) & 7) << 8),
-                             qs[2] | ((h1 & 7) << 8), qs[3] | (((h1 >> 4) & 7) << 8)),
-                   _mm256_load_si256((const __m256i*)kIq1mDeltas.v[neg]),
-                   iq_scales(2 * ((sc >> (6 * (ib % 2))) & 7) + 1, 2 * ((sc >> (6 * (ib % 2) + 3)) & 7) + 1));
-  }
+  struct Sb : Iq1Sb {
+    explicit Sb(const uint8_t* wb) {
+      // qh byte k: group 2 k in its low nibble, 2 k + 1 in its high one (3 index bits, then the
+      // shift sign: the table index's bits 8-11 as they are).
+      const __m128i qh = _mm_loadu_si128((const __m128i*)(wb + 32)), m4 = _mm_set1_epi8(0x0F);
+      const __m128i lo = _mm_and_si128(qh, m4), hi = _mm_and_si128(_mm_srli_epi16(qh, 4), m4);
+      const __m256i nib = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+      const __m256i qs = _mm256_loadu_si256((const __m256i*)wb);
+      indexes(_mm256_unpacklo_epi8(qs, nib), _mm256_unpackhi_epi8(qs, nib));
+      // scale h: bits 3 (h % 4) .. + 2 of word h / 4
+      uint64_t w4;
+      __builtin_memcpy(&w4, wb + 48, 8);
+      const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 4, 5, 4, 5, 4, 5, 4, 5, 6,
+                                            7, 6, 7, 6, 7, 6, 7);
+      const __m256i s = fields3(_mm256_shuffle_epi8(_mm256_set1_epi64x(int64_t(w4)), pick));
+      _mm256_store_si256((__m256i*)sc, _mm256_add_epi16(_mm256_add_epi16(s, s), _mm256_set1_epi16(1)));
+    }
+  };
 };
 
 // IQ4_XS in the same terms: IQ4_NL's nibbles looked up in kvalues_iq4nl (no zero among them),
@@ -576,6 +641,22 @@ struct DecIq4xs {  // d, scales_h, scales_l[4], qs[128]
   }
 };
 
+// A super-block's decoder: D::Sb where the type prepares its super-blocks, else D::sub per block.
+template <class D>
+struct PlainSb {
+  explicit PlainSb(const uint8_t*) {}
+  IqSub sub(const uint8_t* wb, int ib) const { return D::sub(wb, ib); }
+};
+template <class D>
+struct SbOf {
+  using type = PlainSb<D>;
+};
+template <class D>
+  requires requires { typename D::Sb; }
+struct SbOf<D> {
+  using type = typename D::Sb;
+};
+
 template <class D, int T>
 inline void iqlat_tile(const Tile& a, int64_t r, int64_t t0) {
   const uint8_t* wr = a.w + size_t(r) * a.ws;
@@ -585,8 +666,9 @@ inline void iqlat_tile(const Tile& a, int64_t r, int64_t t0) {
     const uint8_t* wb = wr + b * D::kBytes;
     __m256i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    const typename SbOf<D>::type sb(wb);
     for (int ib = 0; ib < 8; ++ib) {
-      const IqSub q = D::sub(wb, ib);
+      const IqSub q = sb.sub(wb, ib);
       for (int t = 0; t < T; ++t) {
         const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
         const __m256i x8 = _mm256_loadu_si256((const __m256i*)(q8k_qs(xb) + 32 * ib));
