@@ -447,55 +447,163 @@ struct IqSub {
   __m256i scale;
 };
 
-struct DecIq2xxs {  // d, qs[32] (uint16)
+// A lattice super-block decoded with vector steps once: its 32 grid indexes (IQ1: with the
+// shift sign as bit 11), 4 per 64-bit word, moved to general registers (a load of a word of a
+// vector just stored waits for the store: IQ1_M 200 -> 241 us a 3072 x 1024 row set with
+// per-index loads), and its 16 scales (2 s + 1 per 16 columns). A block then costs its four
+// grid loads, one broadcast and one byte shuffle for its scales, and the dot: the per-block
+// scalar bit arithmetic of indexes and scales had made IQ1_M and IQ1_S the slowest types.
+struct LatSb {
+  uint64_t q[8];              // block ib's 4 grid indexes, 16 bits each
+  alignas(32) int16_t sc[16];  // scale of columns 16 h .. 16 h + 15
+  alignas(32) uint8_t sg[32];  // group g's 8 signs (IQ2_XXS, IQ2_XS, IQ3_XXS)
+  // i0: groups 0-7 | 16-23 and i1: 8-15 | 24-31 as 16-bit indexes (unpack order).
+  void indexes(__m256i i0, __m256i i1) {
+    const __m128i a0 = _mm256_castsi256_si128(i0), a1 = _mm256_castsi256_si128(i1);
+    const __m128i b0 = _mm256_extracti128_si256(i0, 1), b1 = _mm256_extracti128_si256(i1, 1);
+    q[0] = uint64_t(_mm_cvtsi128_si64(a0));
+    q[1] = uint64_t(_mm_extract_epi64(a0, 1));
+    q[2] = uint64_t(_mm_cvtsi128_si64(a1));
+    q[3] = uint64_t(_mm_extract_epi64(a1, 1));
+    q[4] = uint64_t(_mm_cvtsi128_si64(b0));
+    q[5] = uint64_t(_mm_extract_epi64(b0, 1));
+    q[6] = uint64_t(_mm_cvtsi128_si64(b1));
+    q[7] = uint64_t(_mm_extract_epi64(b1, 1));
+  }
+  // w0: groups 0-15, w1: 16-31 (natural order).
+  void indexes_natural(__m256i w0, __m256i w1) {
+    indexes(_mm256_permute2x128_si256(w0, w1, 0x20), _mm256_permute2x128_si256(w0, w1, 0x31));
+  }
+  // 32 7-bit sign fields (a byte per group, in order) with the parity bit that makes each byte's
+  // count of negatives even (kIqSigns' bytes), for signer().
+  void signs7(__m256i f) {
+    const __m256i par = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0, 0,
+                                         -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i p = _mm256_xor_si256(_mm256_shuffle_epi8(par, _mm256_and_si256(f, m4)),
+                                       _mm256_shuffle_epi8(par, _mm256_and_si256(_mm256_srli_epi16(f, 4), m4)));
+    _mm256_store_si256((__m256i*)sg, _mm256_or_si256(f, p));
+  }
+  // The 7-bit fields at bits 0, 7, 14, 21 of 8 words (a block's each) as bytes in group order.
+  static __m256i fields7(__m256i a) {
+    const __m256i m = _mm256_set1_epi32(127);
+    const __m256i f01 = _mm256_or_si256(_mm256_and_si256(a, m), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a, 7), m), 8));
+    const __m256i f2 = _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a, 14), m), 16);
+    const __m256i f3 = _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a, 21), m), 24);
+    return _mm256_or_si256(_mm256_or_si256(f01, f2), f3);
+  }
+  // Per-block scales from the top 4 bits of 8 words (IQ2_XXS, IQ3_XXS): 2 s + 1 for both halves.
+  void word_scales(__m256i a) {
+    const __m256i s = _mm256_srli_epi32(a, 28);
+    const __m256i s2 = _mm256_add_epi32(_mm256_add_epi32(s, s), _mm256_set1_epi32(1));
+    _mm256_store_si256((__m256i*)sc, _mm256_or_si256(s2, _mm256_slli_epi32(s2, 16)));
+  }
+  __m256i signer(int ib) const { return iq_signer(load_u32(sg + 4 * ib)); }
+  // Per-block nibble scales (IQ2_XS, IQ2_S: byte ib, low nibble columns 0-15, high 16-31).
+  void nibble_scales(const uint8_t* p) {
+    const __m128i b = _mm_loadl_epi64((const __m128i*)p), m4 = _mm_set1_epi8(0x0F);
+    const __m128i n = _mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4));
+    const __m256i s = _mm256_cvtepu8_epi16(n);
+    _mm256_store_si256((__m256i*)sc, _mm256_add_epi16(_mm256_add_epi16(s, s), _mm256_set1_epi16(1)));
+  }
+  // 3-bit fields: lane j of w (16-bit lanes) shifted right by 3 (j % 4), its low 3 bits (a multiply
+  // brings them to bits 9-11: AVX2 has no per-lane 16-bit shift).
+  static __m256i fields3(__m256i w) {
+    const __m256i m = _mm256_setr_epi16(512, 64, 8, 1, 512, 64, 8, 1, 512, 64, 8, 1, 512, 64, 8, 1);
+    return _mm256_and_si256(_mm256_srli_epi16(_mm256_mullo_epi16(w, m), 9), _mm256_set1_epi16(7));
+  }
+  template <class G>
+  static __m256i grid(const G& g, uint64_t k) {
+    return iq_grid64(g.v, int(k & 0xFFFF), int((k >> 16) & 0xFFFF), int((k >> 32) & 0xFFFF), int(k >> 48));
+  }
+  __m256i scale(int ib) const {  // scales 2 ib, 2 ib + 1 (one dword) to the two 16-column halves
+    const __m256i halves = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2,
+                                            3, 2, 3, 2, 3, 2, 3);
+    return _mm256_shuffle_epi8(_mm256_set1_epi32(int(load_u32((const uint8_t*)(sc + 2 * ib)))), halves);
+  }
+};
+
+struct DecIq2xxs {  // d, qs[32] (uint16): per block 4 index bytes, then 4 x 7 sign bits and the scale
   static constexpr size_t kBytes = 66;
   static constexpr float kFinal = 0.125f;
   static float d(const uint8_t* wb) { return f16(wb); }
-  static IqSub sub(const uint8_t* wb, int ib) {
-    const uint32_t a0 = load_u32(wb + 2 + 8 * ib), a1 = load_u32(wb + 6 + 8 * ib);
-    const int s = int(2 * (a1 >> 28) + 1);
-    return {iq_grid64(quant::kIq2xxsGrid.v, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24),
-            iq_signer7(a1, a1 >> 7, a1 >> 14, a1 >> 21), iq_scales(s, s)};
-  }
+  struct Sb : LatSb {
+    explicit Sb(const uint8_t* wb) {
+      // The blocks' second words (dwords 1, 3, ... of the 64 bytes), in block order.
+      const __m256 v0 = _mm256_loadu_ps((const float*)(wb + 2)), v1 = _mm256_loadu_ps((const float*)(wb + 34));
+      const __m256i a1 = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(v0, v1, _MM_SHUFFLE(3, 1, 3, 1))),
+                                                  _MM_SHUFFLE(3, 1, 2, 0));
+      signs7(fields7(a1));
+      word_scales(a1);
+    }
+    IqSub sub(const uint8_t* wb, int ib) const {
+      const uint8_t* i = wb + 2 + 8 * ib;
+      return {iq_grid64(quant::kIq2xxsGrid.v, i[0], i[1], i[2], i[3]), signer(ib), scale(ib)};
+    }
+  };
 };
 struct DecIq2xs {  // d, qs[32] (9-bit index | 7 sign bits << 9), scales[8]
   static constexpr size_t kBytes = 74;
   static constexpr float kFinal = 0.125f;
   static float d(const uint8_t* wb) { return f16(wb); }
-  static IqSub sub(const uint8_t* wb, int ib) {
-    uint16_t q[4];
-    __builtin_memcpy(q, wb + 2 + 8 * ib, 8);
-    const int sc = wb[66 + ib];
-    return {iq_grid64(quant::kIq2xsGrid.v, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511),
-            iq_signer7(q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9),
-            iq_scales(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1)};
-  }
+  struct Sb : LatSb {
+    explicit Sb(const uint8_t* wb) {
+      const __m256i v0 = _mm256_loadu_si256((const __m256i*)(wb + 2)), v1 = _mm256_loadu_si256((const __m256i*)(wb + 34));
+      const __m256i m9 = _mm256_set1_epi16(511);
+      indexes_natural(_mm256_and_si256(v0, m9), _mm256_and_si256(v1, m9));
+      // packus interleaves the 128-bit lanes: groups 0-7, 16-23 | 8-15, 24-31 -> in order
+      signs7(_mm256_permute4x64_epi64(_mm256_packus_epi16(_mm256_srli_epi16(v0, 9), _mm256_srli_epi16(v1, 9)),
+                                      _MM_SHUFFLE(3, 1, 2, 0)));
+      nibble_scales(wb + 66);
+    }
+    IqSub sub(const uint8_t*, int ib) const { return {grid(quant::kIq2xsGrid, q[ib]), signer(ib), scale(ib)}; }
+  };
 };
 struct DecIq2s {  // d, qs[32], signs[32], qh[8], scales[8]
   static constexpr size_t kBytes = 82;
   static constexpr float kFinal = 0.125f;
   static float d(const uint8_t* wb) { return f16(wb); }
-  static IqSub sub(const uint8_t* wb, int ib) {
-    const uint8_t* qs = wb + 2 + 4 * ib;
-    const int qh = wb[66 + ib], sc = wb[74 + ib];
-    return {iq_grid64(quant::kIq2sGrid.v, qs[0] | ((qh << 8) & 0x300), qs[1] | ((qh << 6) & 0x300),
-                      qs[2] | ((qh << 4) & 0x300), qs[3] | ((qh << 2) & 0x300)),
-            iq_signer(load_u32(wb + 34 + 4 * ib)), iq_scales(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1)};
-  }
+  struct Sb : LatSb {
+    explicit Sb(const uint8_t* wb) {
+      // Group 4 ib + l: qs byte | bits 2 l, 2 l + 1 of qh[ib] as bits 8, 9. Lanes in indexes()'
+      // unpack order; the picked qh byte is the low byte of each 16-bit lane.
+      const __m256i qs = _mm256_loadu_si256((const __m256i*)(wb + 2)), zero = _mm256_setzero_si256();
+      const __m256i qh = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i*)(wb + 66)));
+      const __m256i pick0 = _mm256_setr_epi8(0, -1, 0, -1, 0, -1, 0, -1, 1, -1, 1, -1, 1, -1, 1, -1, 4, -1, 4, -1, 4,
+                                             -1, 4, -1, 5, -1, 5, -1, 5, -1, 5, -1);
+      const __m256i pick1 = _mm256_setr_epi8(2, -1, 2, -1, 2, -1, 2, -1, 3, -1, 3, -1, 3, -1, 3, -1, 6, -1, 6, -1, 6,
+                                             -1, 6, -1, 7, -1, 7, -1, 7, -1, 7, -1);
+      const __m256i mul = _mm256_setr_epi16(256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4);
+      const __m256i m = _mm256_set1_epi16(0x300);
+      indexes(_mm256_or_si256(_mm256_unpacklo_epi8(qs, zero),
+                              _mm256_and_si256(_mm256_mullo_epi16(_mm256_shuffle_epi8(qh, pick0), mul), m)),
+              _mm256_or_si256(_mm256_unpackhi_epi8(qs, zero),
+                              _mm256_and_si256(_mm256_mullo_epi16(_mm256_shuffle_epi8(qh, pick1), mul), m)));
+      nibble_scales(wb + 74);
+    }
+    IqSub sub(const uint8_t* wb, int ib) const {
+      return {grid(quant::kIq2sGrid, q[ib]), iq_signer(load_u32(wb + 34 + 4 * ib)), scale(ib)};
+    }
+  };
 };
 struct DecIq3xxs {  // d, qs[64] (8-bit indexes of 4 values), then per 32 a word of signs and scale
   static constexpr size_t kBytes = 98;
   static constexpr float kFinal = 0.25f;
   static float d(const uint8_t* wb) { return f16(wb); }
-  static IqSub sub(const uint8_t* wb, int ib) {
-    const uint8_t* q = wb + 2 + 8 * ib;
-    const uint32_t* g = quant::kIq3xxsGrid.v;
-    const uint32_t aux = load_u32(wb + 66 + 4 * ib);
-    const int s = int(2 * (aux >> 28) + 1);
-    return {_mm256_setr_epi32(int(g[q[0]]), int(g[q[1]]), int(g[q[2]]), int(g[q[3]]), int(g[q[4]]), int(g[q[5]]),
-                              int(g[q[6]]), int(g[q[7]])),
-            iq_signer7(aux, aux >> 7, aux >> 14, aux >> 21), iq_scales(s, s)};
-  }
+  struct Sb : LatSb {
+    explicit Sb(const uint8_t* wb) {
+      const __m256i a = _mm256_loadu_si256((const __m256i*)(wb + 66));
+      signs7(fields7(a));
+      word_scales(a);
+    }
+    IqSub sub(const uint8_t* wb, int ib) const {
+      const uint8_t* q8 = wb + 2 + 8 * ib;
+      const uint32_t* g = quant::kIq3xxsGrid.v;
+      return {_mm256_setr_epi32(int(g[q8[0]]), int(g[q8[1]]), int(g[q8[2]]), int(g[q8[3]]), int(g[q8[4]]),
+                                int(g[q8[5]]), int(g[q8[6]]), int(g[q8[7]])),
+              signer(ib), scale(ib)};
+    }
+  };
 };
 struct DecIq3s {  // d, qs[64], qh[8], signs[32], scales[4]
   static constexpr size_t kBytes = 110;
@@ -529,43 +637,11 @@ struct Iq1Values {
 };
 constexpr Iq1Values kIq1Values;
 
-// An IQ1 super-block decoded with vector steps once: its 32 table indexes (grid index | shift
-// sign << 11), 4 per 64-bit word, moved to general registers (a load of a word of a vector just
-// stored waits for the store: IQ1_M 200 -> 241 us a 3072 x 1024 row set with per-index loads),
-// and its 16 scales (2 s + 1 per 16 columns). A block then costs its four table loads, one
-// broadcast and one byte shuffle for its scales, and the dot: the per-block scalar bit
-// arithmetic of indexes, shifts and scales had made IQ1_M the slowest type.
-struct Iq1Sb {
-  uint64_t q[8];              // block ib's 4 table indexes, 16 bits each
-  alignas(32) int16_t sc[16];  // scale of columns 16 h .. 16 h + 15
-  // i0: groups 0-7 | 16-23 and i1: 8-15 | 24-31 as 16-bit indexes (unpack order).
-  void indexes(__m256i i0, __m256i i1) {
-    const __m128i a0 = _mm256_castsi256_si128(i0), a1 = _mm256_castsi256_si128(i1);
-    const __m128i b0 = _mm256_extracti128_si256(i0, 1), b1 = _mm256_extracti128_si256(i1, 1);
-    q[0] = uint64_t(_mm_cvtsi128_si64(a0));
-    q[1] = uint64_t(_mm_extract_epi64(a0, 1));
-    q[2] = uint64_t(_mm_cvtsi128_si64(a1));
-    q[3] = uint64_t(_mm_extract_epi64(a1, 1));
-    q[4] = uint64_t(_mm_cvtsi128_si64(b0));
-    q[5] = uint64_t(_mm_extract_epi64(b0, 1));
-    q[6] = uint64_t(_mm_cvtsi128_si64(b1));
-    q[7] = uint64_t(_mm_extract_epi64(b1, 1));
-  }
-  // 3-bit fields: lane j of w (16-bit lanes) shifted right by 3 (j % 4), its low 3 bits (a multiply
-  // brings them to bits 9-11: AVX2 has no per-lane 16-bit shift).
-  static __m256i fields3(__m256i w) {
-    const __m256i m = _mm256_setr_epi16(512, 64, 8, 1, 512, 64, 8, 1, 512, 64, 8, 1, 512, 64, 8, 1);
-    return _mm256_and_si256(_mm256_srli_epi16(_mm256_mullo_epi16(w, m), 9), _mm256_set1_epi16(7));
-  }
+// IQ1's blocks from a LatSb: its indexes select 8 x grid + shift in kIq1Values.
+struct Iq1Sb : LatSb {
   IqSub sub(const uint8_t*, int ib) const {
-    const uint64_t k = q[ib];
-    const __m256i v = iq_grid64(kIq1Values.v, int(k & 0xFFFF), int((k >> 16) & 0xFFFF), int((k >> 32) & 0xFFFF),
-                                int(k >> 48));
-    // scales 2 ib, 2 ib + 1 (one dword) to the two 16-column halves
-    const __m256i halves = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2,
-                                            3, 2, 3, 2, 3, 2, 3);
-    return {_mm256_abs_epi8(v), v,
-            _mm256_shuffle_epi8(_mm256_set1_epi32(int(load_u32((const uint8_t*)(sc + 2 * ib)))), halves)};
+    const __m256i v = grid(kIq1Values, q[ib]);
+    return {_mm256_abs_epi8(v), v, scale(ib)};
   }
 };
 
@@ -589,12 +665,10 @@ struct DecIq1s {  // d, qs[32], qh[8] (uint16: 3 index bits per group, 3-bit sca
         i[h] = _mm256_or_si256(i[h], _mm256_slli_epi16(hi, 8));
       }
       indexes(i[0], i[1]);
-    }
-    IqSub sub(const uint8_t* wb, int ib) const {
-      const uint64_t k = q[ib];
-      const __m256i v = iq_grid64(kIq1Values.v, int(k & 0xFFFF), int((k >> 16) & 0xFFFF), int((k >> 32) & 0xFFFF),
-                                  int(k >> 48));
-      return {_mm256_abs_epi8(v), v, _mm256_set1_epi16(short(2 * ((wb[35 + 2 * ib] >> 4) & 7) + 1))};
+      const __m128i s = _mm_and_si128(_mm_srli_epi16(_mm256_castsi256_si128(qh), 12), _mm_set1_epi16(7));
+      const __m128i s2 = _mm_add_epi16(_mm_add_epi16(s, s), _mm_set1_epi16(1));
+      _mm_store_si128((__m128i*)sc, _mm_unpacklo_epi16(s2, s2));
+      _mm_store_si128((__m128i*)(sc + 8), _mm_unpackhi_epi16(s2, s2));
     }
   };
 };
