@@ -76,7 +76,7 @@ inline void store4(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 template <GgmlType T>
 void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
   constexpr bool q2 = T == GgmlType::Q2_K, q3 = T == GgmlType::Q3_K, q5 = T == GgmlType::Q5_K,
-                 q6 = T == GgmlType::Q6_K;
+                 q6 = T == GgmlType::Q6_K, iq4 = T == GgmlType::IQ4_XS;
   constexpr uint32_t m4 = 0x0F0F0F0F, m2 = 0x03030303;
   const int64_t nsb = w.cols / 256;
   const size_t bb = type_traits(T).type_size;
@@ -116,6 +116,15 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
           for (int k = 0; k < 16; ++k) par[16 * k + r] = uint8_t(quant::get_scale_q3_K(k, q->scales));
           std::memcpy(par + kKqD + 2 * r, &q->d, 2);
         }
+      } else if constexpr (iq4) {
+        // Block j's 16 bytes of nibbles (low: columns 0-15, high: 16-31) are Q4_0's: chunk c
+        // takes bytes 4 c .. 4 c + 3.
+        const auto* q = reinterpret_cast<const quant::block_iq4_xs*>(blk);
+        for (int j = 0; j < 8; ++j) {
+          for (int c = 0; c < 4; ++c) store4(o + packed_kq_quants(T, j, c) + 4 * r, load4(q->qs + 16 * j + 4 * c));
+          par[16 * j + r] = uint8_t(int8_t(quant::iq4_xs_scale(*q, j)));
+        }
+        std::memcpy(par + kKqD + 2 * r, &q->d, 2);
       } else if constexpr (q6) {
         const auto* q = reinterpret_cast<const quant::block_q6_K*>(blk);
         for (int j = 0; j < 8; ++j) {
@@ -186,6 +195,7 @@ void pack_weight(const WeightView& w, uint8_t* out) {
       case GgmlType::Q4_K: pack_kgroup<GgmlType::Q4_K>(w, r0, o); break;
       case GgmlType::Q5_K: pack_kgroup<GgmlType::Q5_K>(w, r0, o); break;
       case GgmlType::Q6_K: pack_kgroup<GgmlType::Q6_K>(w, r0, o); break;
+      case GgmlType::IQ4_XS: pack_kgroup<GgmlType::IQ4_XS>(w, r0, o); break;
       default: pack_group(w, r0, o);
     }
   });

@@ -31,14 +31,14 @@ namespace minfer::cpu {
 constexpr int64_t kPackRows = 16;
 
 // Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0, IQ4_NL (rows of
-// whole 32-blocks) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (whole 256-blocks) with at least 16 rows. Only whole
+// whole 32-blocks) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (whole 256-blocks) with at least 16 rows. Only whole
 // groups are packed (rows / 16 of them); matmul computes the last rows % 16 rows from the GGUF
 // layout.
 bool packable(GgmlType type, int64_t rows, int64_t cols);
 
 constexpr bool packed_kquant(GgmlType type) {
   return type == GgmlType::Q2_K || type == GgmlType::Q3_K || type == GgmlType::Q4_K || type == GgmlType::Q5_K ||
-         type == GgmlType::Q6_K;
+         type == GgmlType::Q6_K || type == GgmlType::IQ4_XS;
 }
 // Columns per packed block: 32, or 256 for the K-quants.
 constexpr int64_t packed_block_cols(GgmlType type) { return packed_kquant(type) ? 256 : 32; }
@@ -98,15 +98,17 @@ struct PackedQuants {
 //     c = 0..3; then a 64-byte vector of the third bits, byte 4 r + i holding columns 4 c + i at
 //     bit c and 16 + 4 c + i at bit 4 + c;
 //   Q2_K: only those two vectors of 2-bit fields;
+//   IQ4_XS: Q4_K's quants (its nibbles as they are: the kernels look their values up in
+//     kvalues_iq4nl), then its scales less 32 as int8 [j][r] and d[16] where Q4_K has them;
 //   then Q4_K/Q5_K: the 6-bit scales as bytes [j][r], the mins as byte pairs [j / 2][r][j % 2],
 //     then d[16] and dmin[16] (F16); Q6_K and Q3_K: the int8 scales of the 16-column
 //     sub-blocks [k][r] (Q3_K's less 32, as it applies them), d[16]; Q2_K: its scale | min << 4
 //     bytes as pairs [j][r][h] (16-column sub-block 2 j + h), then d[16] and dmin[16].
-// Every block is whole 64-byte lines (Q2_K 21, Q3_K 29, Q4_K 37, Q5_K 45, Q6_K 53).
+// Every block is whole 64-byte lines (Q2_K 21, Q3_K 29, Q4_K and IQ4_XS 37, Q5_K 45, Q6_K 53).
 constexpr size_t packed_kq_block_bytes(GgmlType type) {
   return type == GgmlType::Q2_K ? 1024 + 256 + 64
        : type == GgmlType::Q3_K ? 1536 + 256 + 64  // d, then 32 bytes of padding
-       : type == GgmlType::Q4_K ? 2048 + 256 + 64
+       : type == GgmlType::Q4_K || type == GgmlType::IQ4_XS ? 2048 + 256 + 64
        : type == GgmlType::Q5_K ? 2048 + 512 + 256 + 64
        : type == GgmlType::Q6_K ? 2048 + 1024 + 256 + 64  // d, then 32 bytes of padding
                                 : 0;

@@ -1027,6 +1027,11 @@ inline void kp_chunk(const uint8_t* o, int j, int c, __m512i* lo, __m512i* hi) {
   const __m512i v = _mm512_load_si512(o + packed_kq_quants(T, j, c));
   *lo = _mm512_and_si512(v, m4);
   *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  if constexpr (T == GgmlType::IQ4_XS) {  // kvalues_iq4nl + 128
+    const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i*)kIq4Offset128.v));
+    *lo = _mm512_shuffle_epi8(table, *lo);
+    *hi = _mm512_shuffle_epi8(table, *hi);
+  }
   if constexpr (T == GgmlType::Q5_K) {
     uint64_t ml, mh;
     __builtin_memcpy(&ml, o + packed_kq_extra(T, j) + 16 * c, 8);
@@ -1075,6 +1080,9 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
       } else if constexpr (T == GgmlType::Q3_K) {  // its quants are stored + 4
         s0 = _mm512_set1_epi32(-4 * ks[b].bsum[2 * j]);
         s1 = _mm512_set1_epi32(-4 * ks[b].bsum[2 * j + 1]);
+      } else if constexpr (T == GgmlType::IQ4_XS) {  // its values are looked up + 128
+        s0 = _mm512_set1_epi32(ks[b].off128_32[j]);
+        s1 = _mm512_setzero_si512();
       } else {
         s0 = _mm512_setzero_si512();
         s1 = _mm512_setzero_si512();
@@ -1111,6 +1119,9 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
         const __m512i c0 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j)));
         const __m512i c1 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j + 16)));
         isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(s0, c0), _mm512_mullo_epi32(s1, c1)));
+      } else if constexpr (T == GgmlType::IQ4_XS) {  // int8 scales (less 32)
+        const __m512i sc = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j)));
+        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
       } else if constexpr (T == GgmlType::Q4_K) {
         // Each 16-column half fits an int16: vpdpwssd by the scale, as kq_tile.
         const __m512i sc = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j)));
@@ -1125,7 +1136,7 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
     if constexpr (T == GgmlType::Q2_K) {
       const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqDmin)));
       term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dm, xd), _mm512_cvtepi32_ps(msum2)));
-    } else if constexpr (!kPackedSub16<T>) {
+    } else if constexpr (!kPackedSub16<T> && T != GgmlType::IQ4_XS) {
       // Mins: lane r of pair p holds (min 2p, min 2p+1) of row r as int16; the activations'
       // bsum pairs of those sub-blocks likewise (Q8KSums::pair16, |pair| <= 32 x 128).
       __m512i msum = _mm512_setzero_si512();
@@ -1172,6 +1183,10 @@ inline void kp_panel(const uint8_t* o, uint8_t* pb) {
     }
     _mm512_store_ps(pb + kQuantBytes + 24 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD))));
     _mm512_store_ps(pb + kQuantBytes + 25 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqDmin))));
+  } else if constexpr (T == GgmlType::IQ4_XS) {  // Off128Panel: sc[8], d
+    for (int j = 0; j < 8; ++j)
+      _mm512_store_si512(sc + 16 * j, _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j))));
+    _mm512_store_ps(pb + kQuantBytes + 8 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD))));
   } else if constexpr (kPackedSub16<T>) {
     for (int k = 0; k < 16; ++k)
       _mm512_store_si512(sc + 16 * k, _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 16 * k))));
@@ -1361,6 +1376,7 @@ PackedGemmFn packed_kq_gemm_avx512(GgmlType t, bool amx) {
     case GgmlType::Q6_K: return amx ? nullptr : &kp_gemm<GgmlType::Q6_K, Q6KPanel, false>;
     case GgmlType::Q3_K: return amx ? nullptr : &kp_gemm<GgmlType::Q3_K, Q6KPanel, false>;
     case GgmlType::Q2_K: return amx ? nullptr : &kp_gemm<GgmlType::Q2_K, Q2KPanel, false>;
+    case GgmlType::IQ4_XS: return amx ? nullptr : &kp_gemm<GgmlType::IQ4_XS, Off128Panel, false>;
     default: return nullptr;
   }
 }
