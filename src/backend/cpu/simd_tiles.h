@@ -609,17 +609,37 @@ struct DecIq3s {  // d, qs[64], qh[8], signs[32], scales[4]
   static constexpr size_t kBytes = 110;
   static constexpr float kFinal = 1.0f;
   static float d(const uint8_t* wb) { return f16(wb); }
-  static IqSub sub(const uint8_t* wb, int ib) {
-    // Index k: byte k of qs, bit k of qh as its ninth bit; one gather (the eight scalar index
-    // computations, loads and inserts took 10-15 % longer: IQ3_M tg64 30.0 -> 32.9 t/s; where
-    // the indexes are plain bytes, IQ3_XXS's, the gather measured slower, 32.0 -> 26.7).
-    const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(wb + 2 + 8 * ib)));
-    const __m256i hi = _mm256_and_si256(_mm256_sllv_epi32(_mm256_set1_epi32(wb[66 + ib]), _mm256_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1)),
-                                        _mm256_set1_epi32(256));
-    const __m256i u = _mm256_i32gather_epi32((const int*)quant::kIq3sGrid.v, _mm256_or_si256(lo, hi), 4);
-    const int s = 2 * ((wb[106 + ib / 2] >> (4 * (ib % 2))) & 15) + 1;
-    return {u, iq_signer(load_u32(wb + 74 + 4 * ib)), iq_scales(s, s)};
-  }
+  struct Sb : LatSb {
+    uint64_t q2[16];  // block ib's 8 indexes in q2[2 ib], q2[2 ib + 1], 16 bits each
+    explicit Sb(const uint8_t* wb) {
+      // index k: byte k of qs, bit k % 8 of qh[k / 8] as its ninth bit
+      const __m256i mul = _mm256_setr_epi16(256, 128, 64, 32, 16, 8, 4, 2, 256, 128, 64, 32, 16, 8, 4, 2);
+      for (int h = 0; h < 4; ++h) {  // blocks 2 h, 2 h + 1
+        const __m256i qs = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(wb + 2 + 16 * h)));
+        const __m256i qh = _mm256_set_m128i(_mm_set1_epi16(short(wb[67 + 2 * h])), _mm_set1_epi16(short(wb[66 + 2 * h])));
+        const __m256i i = _mm256_or_si256(qs, _mm256_and_si256(_mm256_mullo_epi16(qh, mul), _mm256_set1_epi16(256)));
+        const __m128i a0 = _mm256_castsi256_si128(i), a1 = _mm256_extracti128_si256(i, 1);
+        q2[4 * h] = uint64_t(_mm_cvtsi128_si64(a0));
+        q2[4 * h + 1] = uint64_t(_mm_extract_epi64(a0, 1));
+        q2[4 * h + 2] = uint64_t(_mm_cvtsi128_si64(a1));
+        q2[4 * h + 3] = uint64_t(_mm_extract_epi64(a1, 1));
+      }
+      // scales: nibble ib of bytes 106-109, for both halves of block ib
+      const __m256i n = _mm256_and_si256(
+          _mm256_srlv_epi32(_mm256_set1_epi32(int(load_u32(wb + 106))), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+          _mm256_set1_epi32(15));
+      const __m256i s2 = _mm256_add_epi32(_mm256_add_epi32(n, n), _mm256_set1_epi32(1));
+      _mm256_store_si256((__m256i*)sc, _mm256_or_si256(s2, _mm256_slli_epi32(s2, 16)));
+    }
+    IqSub sub(const uint8_t* wb, int ib) const {
+      const uint32_t* g = quant::kIq3sGrid.v;
+      const uint64_t a = q2[2 * ib], b = q2[2 * ib + 1];
+      const __m256i u = _mm256_setr_epi32(int(g[a & 0xFFFF]), int(g[(a >> 16) & 0xFFFF]), int(g[(a >> 32) & 0xFFFF]),
+                                          int(g[a >> 48]), int(g[b & 0xFFFF]), int(g[(b >> 16) & 0xFFFF]),
+                                          int(g[(b >> 32) & 0xFFFF]), int(g[b >> 48]));
+      return {u, iq_signer(load_u32(wb + 74 + 4 * ib)), scale(ib)};
+    }
+  };
 };
 // IQ1: values 8 x grid ({-1, 0, 1} bytes) + the group's shift (+-1), odd hence never 0. One
 // table holds them for every index and shift sign (bit 11 set: shift -1), 32 KiB.
