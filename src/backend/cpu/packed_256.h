@@ -780,7 +780,8 @@ void gemm_256(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const P
 
 template <GgmlType T>
 struct AK {
-  static constexpr int kGroup = T == GgmlType::Q6_K ? 2 : 4;  // as the _0 types' kGroup (Q2_K, Q3_K: at most 7)
+  // as the _0 types' kGroup (Q2_K, Q3_K: at most 7; IQ4_XS in sign form: 2 x 127 x 127 a lane)
+  static constexpr int kGroup = T == GgmlType::IQ4_XS ? 1 : T == GgmlType::Q6_K ? 2 : 4;
   static constexpr size_t kBlock = packed_kq_block_bytes(T);
   static constexpr size_t kPar = packed_kq_scales(T);
   // Prefill decodes the super-blocks once per call (ak_decode), except Q4_K's nibbles on
@@ -801,6 +802,17 @@ __attribute__((always_inline)) inline __m256i ak_offset(const Q8KSums& ks, int k
   if constexpr (T == GgmlType::Q3_K) return _mm256_set1_epi32(-4 * ks.bsum[k]);
   return _mm256_setzero_si256();
 }
+
+// IQ4_XS on AVX2 (packed_gemm_256 gives it no AVX-VNNI kernel): its nibbles looked up as the
+// signed kvalues_iq4nl, multiplied in sign form (its values + 128 would saturate maddubs, as
+// IQ4_NL's: AIQ4).
+struct AkIq4Table {
+  alignas(16) uint8_t v[16];
+  constexpr AkIq4Table() : v{} {
+    for (int i = 0; i < 16; ++i) v[i] = uint8_t(quant::kvalues_iq4nl[i]);
+  }
+};
+constexpr AkIq4Table kAkIq4;
 
 // Chunk c of sub-block j, half h: columns 4c..4c+3 (lo) and 16+4c..16+4c+3 (hi), 8 rows.
 template <GgmlType T>
@@ -824,6 +836,12 @@ inline void ak_chunk(const uint8_t* o, int j, int c, int h, __m256i* lo, __m256i
   const __m256i v = _mm256_load_si256((const __m256i*)(o + packed_kq_quants(T, j, c) + 32 * h));
   *lo = _mm256_and_si256(v, m4);
   *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+  if constexpr (T == GgmlType::IQ4_XS) {
+    static_assert(T != GgmlType::IQ4_XS || !kVnni, "IQ4_XS: sign form only");
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kAkIq4.v));
+    *lo = _mm256_shuffle_epi8(table, *lo);
+    *hi = _mm256_shuffle_epi8(table, *hi);
+  }
   if constexpr (T == GgmlType::Q5_K) {
     *lo = _mm256_or_si256(*lo, fifth_bits(o + packed_kq_extra(T, j) + 16 * c + 4 * h));
     *hi = _mm256_or_si256(*hi, fifth_bits(o + packed_kq_extra(T, j) + 16 * c + 8 + 4 * h));
@@ -858,7 +876,10 @@ __attribute__((always_inline)) inline void ak_accumulate(__m256i lo, __m256i hi,
   s0 = _mm256_dpbusd_avx_epi32(s0, lo, x0);
   s1 = _mm256_dpbusd_avx_epi32(s1, hi, x1);
 #else
-  const __m256i q0 = _mm256_maddubs_epi16(lo, x0), q1 = _mm256_maddubs_epi16(hi, x1);
+  const __m256i q0 = T == GgmlType::IQ4_XS ? _mm256_maddubs_epi16(_mm256_sign_epi8(lo, lo), _mm256_sign_epi8(x0, lo))
+                                           : _mm256_maddubs_epi16(lo, x0);
+  const __m256i q1 = T == GgmlType::IQ4_XS ? _mm256_maddubs_epi16(_mm256_sign_epi8(hi, hi), _mm256_sign_epi8(x1, hi))
+                                           : _mm256_maddubs_epi16(hi, x1);
   if constexpr (kAkScaledMadd<T>) {
     static_assert(AK<T>::kGroup == 4, "one madd a sub-block carries the scale");
     const __m256i q01 = _mm256_add_epi16(q0, q1);
@@ -892,6 +913,10 @@ __attribute__((always_inline)) inline AkScales ak_scales(const uint8_t* par, int
     const __m256i m4 = _mm256_set1_epi32(0x0F);
     return {_mm256_and_si256(sm, m4), _mm256_and_si256(_mm256_srli_epi32(sm, 16), m4)};
   }
+  if constexpr (T == GgmlType::IQ4_XS) {  // int8 scales (less 32)
+    const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
+    return {sc, sc};
+  }
   const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
   if constexpr (kAkScaledMadd<T>) return {_mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)), sc};
   return {sc, sc};
@@ -918,7 +943,7 @@ __attribute__((always_inline)) inline __m256 ak_term(const uint8_t* par, int h, 
   const __m256 xd = _mm256_set1_ps(ks.d);
   const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqD + 16 * h)));
   __m256 term = _mm256_mul_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum));
-  if constexpr (T != GgmlType::Q6_K && T != GgmlType::Q3_K) {
+  if constexpr (T != GgmlType::Q6_K && T != GgmlType::Q3_K && T != GgmlType::IQ4_XS) {
     __m256i msum = _mm256_setzero_si256();
     if constexpr (T == GgmlType::Q2_K) {  // the min pairs (2j, 2j + 1) against the bsum pairs
       for (int j = 0; j < 8; ++j) {
@@ -1349,7 +1374,7 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
 #if !MINFER_PACKED_VNNI
-      if constexpr (NT == 4)
+      if constexpr (NT == 4 && T != GgmlType::IQ4_XS)  // (IQ4_XS: the C++ loop below, sign form)
         if (decoded) {
           const uint8_t* x0 = reinterpret_cast<const uint8_t*>(xb[0]->qs) + 32 * j;
           const uint8_t* d = decoded + 4096 * b + 512 * j + 32 * h;
@@ -1508,6 +1533,11 @@ PackedGemmFn packed_gemm_256(GgmlType t) {
   if (t == GgmlType::Q6_K) return &ak_gemm<GgmlType::Q6_K>;
   if (t == GgmlType::Q3_K) return &ak_gemm<GgmlType::Q3_K>;
   if (t == GgmlType::Q2_K) return &ak_gemm<GgmlType::Q2_K>;
+  // IQ4_XS: AVX2's sign form only (an AVX-VNNI offset form is not written: no such CPU here to
+  // measure or test it on, so those CPUs keep its GGUF layout).
+#if !MINFER_PACKED_VNNI
+  if (t == GgmlType::IQ4_XS) return &ak_gemm<GgmlType::IQ4_XS>;
+#endif
   return nullptr;
 }
 
