@@ -18,6 +18,7 @@ enum class ScratchSlot : int {
   SwigluGate,             // kernels_matmul: a work item's gate and up products (matmul_swiglu)
   SwigluUp,
   PackedPanel,            // packed kernels: a group's quants decoded once per call
+  IqRows,                 // simd_tiles: a row of a lattice i-quant decoded once per call
   TileA,                  // simd_avx512: prefill GEMM scratch
   TileB,
   TileC,

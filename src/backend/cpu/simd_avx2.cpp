@@ -4,6 +4,7 @@
 
 #include "backend/cpu/act_quant.h"
 #include "backend/cpu/kernels_dot.h"
+#include "backend/cpu/scratch.h"
 #include "common/fp16.h"
 #include "quant/blocks.h"
 #include "quant/iq_grids.h"
@@ -50,14 +51,14 @@ DotTileFn dot_tile_avx2(GgmlType t) {
     case GgmlType::Q4_K: return q45k_tiles<false>;
     case GgmlType::Q5_K: return q45k_tiles<true>;
     case GgmlType::Q6_K: return q6k_tiles;
-    case GgmlType::IQ4_XS: return iqlat_tiles<DecIq4xs>;
-    case GgmlType::IQ2_XXS: return iqlat_tiles<DecIq2xxs>;
-    case GgmlType::IQ2_XS: return iqlat_tiles<DecIq2xs>;
-    case GgmlType::IQ2_S: return iqlat_tiles<DecIq2s>;
-    case GgmlType::IQ3_XXS: return iqlat_tiles<DecIq3xxs>;
-    case GgmlType::IQ3_S: return iqlat_tiles<DecIq3s>;
-    case GgmlType::IQ1_S: return iqlat_tiles<DecIq1s>;
-    case GgmlType::IQ1_M: return iqlat_tiles<DecIq1m>;
+    case GgmlType::IQ4_XS: return &iqlat_gemm<DecIq4xs>;
+    case GgmlType::IQ2_XXS: return &iqlat_gemm<DecIq2xxs>;
+    case GgmlType::IQ2_XS: return &iqlat_gemm<DecIq2xs>;
+    case GgmlType::IQ2_S: return &iqlat_gemm<DecIq2s>;
+    case GgmlType::IQ3_XXS: return &iqlat_gemm<DecIq3xxs>;
+    case GgmlType::IQ3_S: return &iqlat_gemm<DecIq3s>;
+    case GgmlType::IQ1_S: return &iqlat_gemm<DecIq1s>;
+    case GgmlType::IQ1_M: return &iqlat_gemm<DecIq1m>;
     default: return nullptr;
   }
 }

@@ -1181,6 +1181,68 @@ constexpr DotTileFn q3k_tiles =
 template <class D>
 constexpr DotTileFn iqlat_tiles =
     &run_tiles<RowK<iqlat_tile<D, 1>, iqlat_tile<D, 2>, iqlat_tile<D, 3>, iqlat_tile<D, 4>>, 1, 4>;
+
+// Prompts of the 256-block i-quants on these tiles: each row's blocks decoded once per call
+// (magnitudes, sign carriers, scales: 96 bytes a block, in this thread's scratch) and then
+// multiplied with every token, 4 at a time, instead of decoded again for every 4 tokens (the
+// decode is most of a block's work). The integer sums and float steps are iqlat_tile's, in its
+// order: the results are the same bit for bit.
+template <class D, int T>
+inline void iqlat_decoded_tile(const IqSub* dec, const float* dsb, const Tile& a, int64_t r, int64_t t0) {
+  float s[T];
+  for (int t = 0; t < T; ++t) s[t] = 0.0f;
+  for (int64_t b = 0; b < a.n / 256; ++b) {
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ++ib) {
+      const IqSub& q = dec[8 * b + ib];
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
+        const __m256i x8 = _mm256_loadu_si256((const __m256i*)(q8k_qs(xb) + 32 * ib));
+        isum[t] = _mm256_add_epi32(
+            isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q.u, _mm256_sign_epi8(x8, q.signer)), q.scale));
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
+      s[t] += (dsb[b] * q8k_d(xb)) * float(hsum_i32(isum[t]));
+    }
+  }
+  for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = D::kFinal * s[t];
+}
+
+// From this many tokens a row is decoded once per call (below, per 4 tokens as a decode step's).
+constexpr int64_t kIqDecodeOnceTokens = 8;
+
+template <class D>
+void iqlat_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, size_t xs,
+                int64_t nt, float* y, int64_t ldy) {
+  if (nt < kIqDecodeOnceTokens) {
+    iqlat_tiles<D>(type, n, w, ws, nr, x, xs, nt, y, ldy);
+    return;
+  }
+  const int64_t nsb = n / 256;
+  auto* dec = reinterpret_cast<IqSub*>(
+      thread_scratch(ScratchSlot::IqRows, size_t(nsb) * (8 * sizeof(IqSub) + sizeof(float))));
+  float* dsb = reinterpret_cast<float*>(dec + 8 * nsb);
+  const Tile a{n, w, ws, x, xs, y, ldy};
+  for (int64_t r = 0; r < nr; ++r) {
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* wb = w + size_t(r) * ws + size_t(b) * D::kBytes;
+      const typename SbOf<D>::type sb(wb);
+      for (int ib = 0; ib < 8; ++ib) dec[8 * b + ib] = sb.sub(wb, ib);
+      dsb[b] = D::d(wb);
+    }
+    int64_t t0 = 0;
+    for (; t0 + 4 <= nt; t0 += 4) iqlat_decoded_tile<D, 4>(dec, dsb, a, r, t0);
+    switch (nt - t0) {
+      case 3: iqlat_decoded_tile<D, 3>(dec, dsb, a, r, t0); break;
+      case 2: iqlat_decoded_tile<D, 2>(dec, dsb, a, r, t0); break;
+      case 1: iqlat_decoded_tile<D, 1>(dec, dsb, a, r, t0); break;
+      default: break;
+    }
+  }
+}
 constexpr DotTileFn q6k_tiles =
     &run_tiles<RowK<q6k_tile<1>, q6k_tile<2>, q6k_tile<3>, q6k_tile<4>>, 1, 4>;
 
