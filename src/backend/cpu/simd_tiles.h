@@ -386,19 +386,6 @@ inline int iq4xs_scale(const uint8_t* wb, int j) {
 // shift), so its one sum is dot_iq1_*'s 8 sumi + sumi1 and its final factor 1/8: its float steps
 // then round as the scalar path's. Bit-identical to scalar in every case.
 
-// ggml's ksigns_iq2xs: 7 stored sign bits and the parity bit that makes their count even.
-struct IqSigns {
-  uint8_t v[128];
-  constexpr IqSigns() : v{} {
-    for (int i = 0; i < 128; ++i) {
-      int n = 0;
-      for (int b = 0; b < 7; ++b) n += (i >> b) & 1;
-      v[i] = uint8_t(i | ((n & 1) << 7));
-    }
-  }
-};
-constexpr IqSigns kIqSigns;
-
 inline uint32_t load_u32(const uint8_t* p) {
   uint32_t v;
   __builtin_memcpy(&v, p, 4);
@@ -417,25 +404,6 @@ inline __m256i iq_signer(uint32_t sg) {
   const __m256i neg =
       _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(sg)), spread), bits), bits);
   return _mm256_or_si256(neg, _mm256_set1_epi8(1));
-}
-// The 7 stored sign bits of IQ2_XXS, IQ2_XS and IQ3_XXS with their parity bit, as 8 bytes of
-// -1 (bit set) / +1 each (ggml's keven_signs_q2xs): four table loads give a block's sign
-// vector (IQ2_XXS tg64 38.2 -> 43.1 t/s against iq_signer's byte shuffle; for the raw sign
-// bytes of IQ2_S / IQ3_S a 256-entry table measured slower, IQ2_M 33.3 -> 30.2).
-struct IqSigners7 {
-  uint64_t v[128];
-  constexpr IqSigners7() : v{} {
-    for (int i = 0; i < 128; ++i) {
-      uint64_t x = 0;
-      for (int j = 0; j < 8; ++j) x |= uint64_t((kIqSigns.v[i] >> j) & 1 ? 0xFF : 0x01) << (8 * j);
-      v[i] = x;
-    }
-  }
-};
-constexpr IqSigners7 kIqSigners7;
-inline __m256i iq_signer7(uint32_t b0, uint32_t b1, uint32_t b2, uint32_t b3) {  // four 7-bit fields
-  const uint64_t* t = kIqSigners7.v;
-  return _mm256_set_epi64x(int64_t(t[b3 & 127]), int64_t(t[b2 & 127]), int64_t(t[b1 & 127]), int64_t(t[b0 & 127]));
 }
 inline __m256i iq_scales(int lo, int hi) {  // int16 lanes: columns 0-15, then 16-31
   return _mm256_set_m128i(_mm_set1_epi16(short(hi)), _mm_set1_epi16(short(lo)));
@@ -475,7 +443,8 @@ struct LatSb {
     indexes(_mm256_permute2x128_si256(w0, w1, 0x20), _mm256_permute2x128_si256(w0, w1, 0x31));
   }
   // 32 7-bit sign fields (a byte per group, in order) with the parity bit that makes each byte's
-  // count of negatives even (kIqSigns' bytes), for signer().
+  // count of negatives even (ggml's ksigns_iq2xs bytes), for signer(): one broadcast and byte
+  // shuffle a block, where a table of 128 +-1 vectors took four loads and inserts.
   void signs7(__m256i f) {
     const __m256i par = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0, 0,
                                          -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
