@@ -226,11 +226,11 @@ namespace {
 // merely close.
 TEST(MatmulIsa, KQuantFastPathsAreBitIdenticalToScalar) {
   // 1 token: the decode GEMV; 2: the 256-bit tiles; 6: VNNI tiles; 35: two 16-token AMX tiles
-  // (on AMX) and a tail.
+  // (on AMX) and a tail; 130: matmul's two token blocks (kTokenBlock 128) of the GGUF-layout tiles.
   for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
                      GgmlType::IQ4_XS, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
                      GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ1_S, GgmlType::IQ1_M})
-   for (int64_t nt : {1, 2, 6, 35}) {
+   for (int64_t nt : {1, 2, 6, 35, 130}) {
     std::mt19937 rng(21);
     const int64_t rows = 19, cols = 768;
     const auto wbuf = random_weights(t, rows, cols, rng);

@@ -1271,7 +1271,8 @@ void iqlat_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t n
   }
   const int64_t nsb = n / 256;
   if constexpr (D::kMaxAbs <= 62) {
-    // two rows' values, corrections and d, then the tokens' quants + 128
+    // Two rows' values, corrections and d, then the tokens' quants + 128 (matmul hands the tiles
+    // at most 128 tokens a call: at most 128 n bytes).
     const size_t row_bytes = (size_t(nsb) * (8 * 64 + 8) + 63) / 64 * 64;  // (aligned stores)
     uint8_t* buf = thread_scratch(ScratchSlot::IqRows, 2 * row_bytes + size_t(nt * n));
     IqOffsetRow rows[2];
@@ -1284,9 +1285,11 @@ void iqlat_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t n
     const __m256i k128 = _mm256_set1_epi8(char(0x80));
     for (int64_t t = 0; t < nt; ++t)
       for (int64_t b = 0; b < nsb; ++b)
-        for (int k = 0; k < 8; ++k)
+        for (int k = 0; k < 8; ++k) {
+          const int8_t* q = q8k_qs(x + size_t(t) * xs + b * kQ8KBytes) + 32 * k;
           _mm256_storeu_si256((__m256i*)(xu + size_t(t * n) + 256 * b + 32 * k),
-                              _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(q8k_qs(x + size_t(t) * xs + b * kQ8KBytes) + 32 * k)), k128));
+                              _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)q), k128));
+        }
     const Tile a{n, w, ws, x, xs, y, ldy};
     int64_t r = 0;
     for (; r + 2 <= nr; r += 2) {
