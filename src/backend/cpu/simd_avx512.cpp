@@ -944,14 +944,17 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
     else if constexpr (std::is_same_v<K, Off128Panel> || std::is_same_v<K, Off128Sub16Panel>) {
       if (type == GgmlType::IQ4_XS)
         iq4xs_gemv(n, w, ws, nr, x, y);
-      else if (type == GgmlType::IQ2_XXS)  // signs as bits: masked 256-bit rows
+      else if (type == GgmlType::IQ2_XXS)  // signs as bits: masked 256-bit rows (simd_tiles.h)
         iqlat_gemv_masked<DecIq2xxs>(n, w, ws, nr, x, y);
       else if (type == GgmlType::IQ2_XS)
         iqlat_gemv_masked<DecIq2xs>(n, w, ws, nr, x, y);
       else if (type == GgmlType::IQ2_S)
         iqlat_gemv_masked<DecIq2s>(n, w, ws, nr, x, y);
-      else  // IQ3 (masked rows measured no faster: IQ3_S 315 / 312-321 us, IQ3_XXS 279 / 391-396)
-            // and IQ1: the 256-bit tiles (a 512-bit row measured slower)
+      else if (type == GgmlType::IQ3_XXS)
+        iqlat_gemv_masked<DecIq3xxs>(n, w, ws, nr, x, y);
+      else if (type == GgmlType::IQ3_S)
+        iqlat_gemv_masked<DecIq3s>(n, w, ws, nr, x, y);
+      else  // IQ1 (its signs are in its values): the 256-bit tiles (a 512-bit row measured slower)
         dot_tile_avx2(type)(type, n, w, ws, nr, x, xs, 1, y, ldy);
     }
     else if constexpr (std::is_same_v<K, Q6KPanel>)

@@ -405,6 +405,18 @@ inline __m256i iq_signer(uint32_t sg) {
       _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(sg)), spread), bits), bits);
   return _mm256_or_si256(neg, _mm256_set1_epi8(1));
 }
+// Eight 4-byte grid entries (IQ3) by inserts (an 8-element vector initializer compiles to
+// masked broadcasts from general registers under AVX-512, much slower).
+inline __m256i iq_grid32(const uint32_t* g, int i0, int i1, int i2, int i3, int i4, int i5, int i6, int i7) {
+  __m128i lo = _mm_cvtsi32_si128(int(g[i0])), hi = _mm_cvtsi32_si128(int(g[i4]));
+  lo = _mm_insert_epi32(lo, int(g[i1]), 1);
+  hi = _mm_insert_epi32(hi, int(g[i5]), 1);
+  lo = _mm_insert_epi32(lo, int(g[i2]), 2);
+  hi = _mm_insert_epi32(hi, int(g[i6]), 2);
+  lo = _mm_insert_epi32(lo, int(g[i3]), 3);
+  hi = _mm_insert_epi32(hi, int(g[i7]), 3);
+  return _mm256_set_m128i(hi, lo);
+}
 inline __m256i iq_scales(int lo, int hi) {  // int16 lanes: columns 0-15, then 16-31
   return _mm256_set_m128i(_mm_set1_epi16(short(hi)), _mm_set1_epi16(short(lo)));
 }
@@ -574,8 +586,7 @@ struct DecIq3xxs {  // d, qs[64] (8-bit indexes of 4 values), then per 32 a word
     IqSub sub(const uint8_t* wb, int ib) const {
       const uint8_t* q8 = wb + 2 + 8 * ib;
       const uint32_t* g = quant::kIq3xxsGrid.v;
-      return {_mm256_setr_epi32(int(g[q8[0]]), int(g[q8[1]]), int(g[q8[2]]), int(g[q8[3]]), int(g[q8[4]]),
-                                int(g[q8[5]]), int(g[q8[6]]), int(g[q8[7]])),
+      return {iq_grid32(g, q8[0], q8[1], q8[2], q8[3], q8[4], q8[5], q8[6], q8[7]),
               signer(ib), scale(ib)};
     }
   };
@@ -610,11 +621,11 @@ struct DecIq3s {  // d, qs[64], qh[8], signs[32], scales[4]
     IqSub sub(const uint8_t* wb, int ib) const {
       const uint32_t* g = quant::kIq3sGrid.v;
       const uint64_t a = q2[2 * ib], b = q2[2 * ib + 1];
-      const __m256i u = _mm256_setr_epi32(int(g[a & 0xFFFF]), int(g[(a >> 16) & 0xFFFF]), int(g[(a >> 32) & 0xFFFF]),
-                                          int(g[a >> 48]), int(g[b & 0xFFFF]), int(g[(b >> 16) & 0xFFFF]),
-                                          int(g[(b >> 32) & 0xFFFF]), int(g[b >> 48]));
+      const __m256i u = iq_grid32(g, int(a & 0xFFFF), int((a >> 16) & 0xFFFF), int((a >> 32) & 0xFFFF), int(a >> 48),
+                                  int(b & 0xFFFF), int((b >> 16) & 0xFFFF), int((b >> 32) & 0xFFFF), int(b >> 48));
       return {u, iq_signer(load_u32(wb + 74 + 4 * ib)), scale(ib)};
     }
+    uint32_t neg(const uint8_t* wb, int ib) const { return load_u32(wb + 74 + 4 * ib); }
   };
 };
 // IQ1: values 8 x grid ({-1, 0, 1} bytes) + the group's shift (+-1), odd hence never 0. One
@@ -1164,8 +1175,8 @@ constexpr DotTileFn iqlat_tiles =
 #if MINFER_TILES_AVX512
 // One token on AVX-512 (VL, BW): the activations' signs flipped under a mask register read from
 // the block's sign bits (kmov, masked subtract) instead of a sign vector built from them (five
-// instructions) and vpsignb: IQ2_XXS, IQ2_XS, IQ2_S (bench_kernels Gemv 3072 x 1024 one core,
-// us: 228 -> 192, 229 -> 198, 220 -> 185).
+// instructions) and vpsignb: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (bench_kernels Gemv 3072 x
+// 1024 one core, us: 228 -> 192, 229 -> 198, 220 -> 185, 264 -> 246, 315-337 -> 283-289).
 template <class D>
 inline float iqlat_row_masked(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
   float s = 0.0f;
