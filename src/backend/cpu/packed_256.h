@@ -836,8 +836,7 @@ inline void ak_chunk(const uint8_t* o, int j, int c, int h, __m256i* lo, __m256i
   const __m256i v = _mm256_load_si256((const __m256i*)(o + packed_kq_quants(T, j, c) + 32 * h));
   *lo = _mm256_and_si256(v, m4);
   *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-  if constexpr (T == GgmlType::IQ4_XS) {
-    static_assert(T != GgmlType::IQ4_XS || !kVnni, "IQ4_XS: sign form only");
+  if constexpr (T == GgmlType::IQ4_XS) {  // (no AVX-VNNI kernel: packed_gemm_256)
     const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kAkIq4.v));
     *lo = _mm256_shuffle_epi8(table, *lo);
     *hi = _mm256_shuffle_epi8(table, *hi);
