@@ -751,6 +751,7 @@ struct GgufRow {
     typename SbOf<D>::type sb;
     explicit Block(const uint8_t* p) : wb(p), sb(p) {}
     IqSub sub(int ib) const { return sb.sub(wb, ib); }
+    uint32_t neg(int ib) const { return sb.neg(wb, ib); }  // (the types whose signs are bits)
     float d() const { return D::d(wb); }
   };
   Block block(int64_t b) const { return Block(wr + b * D::kBytes); }
@@ -768,8 +769,9 @@ struct DecodedRow {
 };
 
 // One row of a 256-block i-quant x T tokens: per block sign_epi8 of the activations, maddubs,
-// madd by the scales; the integer sum per super-block, then its float step.
-template <class D, int T, class Row>
+// madd by the scales; the integer sum per super-block, then its float step. kMasked (AVX-512
+// only): the signs from the block's sign bits by a masked subtract, its sign vector unused.
+template <class D, int T, class Row, bool kMasked = false>
 inline void iqlat_row_tile(const Row& row, const Tile& a, int64_t r, int64_t t0) {
   float s[T];
   for (int t = 0; t < T; ++t) s[t] = 0.0f;
@@ -784,8 +786,12 @@ inline void iqlat_row_tile(const Row& row, const Tile& a, int64_t r, int64_t t0)
       for (int t = 0; t < T; ++t) {
         const uint8_t* xb = a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes;
         const __m256i x8 = _mm256_loadu_si256((const __m256i*)(q8k_qs(xb) + 32 * ib));
-        isum[t] = _mm256_add_epi32(
-            isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q.u, _mm256_sign_epi8(x8, q.signer)), q.scale));
+        __m256i xs;
+        if constexpr (kMasked)
+          xs = _mm256_mask_sub_epi8(x8, _cvtu32_mask32(blk.neg(ib)), _mm256_setzero_si256(), x8);
+        else
+          xs = _mm256_sign_epi8(x8, q.signer);
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q.u, xs), q.scale));
       }
     }
     const float d = blk.d();
@@ -1209,28 +1215,11 @@ constexpr DotTileFn iqlat_tiles =
 // the block's sign bits (kmov, masked subtract) instead of a sign vector built from them (five
 // instructions) and vpsignb: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (bench_kernels Gemv 3072 x
 // 1024 one core, us: 228 -> 192, 229 -> 198, 220 -> 185, 264 -> 246, 315-337 -> 283-289).
-template <class D>
-inline float iqlat_row_masked(const uint8_t* wr, int64_t nsb, const uint8_t* x) {
-  float s = 0.0f;
-  const __m256i zero = _mm256_setzero_si256();
-  for (int64_t b = 0; b < nsb; ++b) {
-    const uint8_t* wb = wr + b * D::kBytes;
-    const uint8_t* xb = x + b * kQ8KBytes;
-    const typename D::Sb sb(wb);
-    __m256i isum = _mm256_setzero_si256();
-    for (int ib = 0; ib < 8; ++ib) {
-      const IqSub q = sb.sub(wb, ib);  // (its sign vector unused: the compiler drops it)
-      const __m256i x8 = _mm256_loadu_si256((const __m256i*)(q8k_qs(xb) + 32 * ib));
-      const __m256i xs = _mm256_mask_sub_epi8(x8, _cvtu32_mask32(sb.neg(wb, ib)), zero, x8);
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(q.u, xs), q.scale));
-    }
-    s += (D::d(wb) * q8k_d(xb)) * float(hsum_i32(isum));
-  }
-  return D::kFinal * s;
-}
+// (iqlat_row_tile with kMasked: compiled only here, in the AVX-512 unit.)
 template <class D>
 void iqlat_gemv_masked(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, float* y) {
-  for (int64_t r = 0; r < nr; ++r) y[r] = iqlat_row_masked<D>(w + size_t(r) * ws, n / 256, x);
+  const Tile a{n, w, ws, x, 0, y, 0};
+  for (int64_t r = 0; r < nr; ++r) iqlat_row_tile<D, 1, GgufRow<D>, true>(GgufRow<D>{w + size_t(r) * ws}, a, r, 0);
 }
 #endif
 
