@@ -108,14 +108,22 @@ Isa detected_isa() {
 
 bool isa_supported(Isa isa) { return (supported_mask() >> int(isa)) & 1u; }
 
-bool decode_prefetch() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool amd = [] {
+bool decode_prefetch(DecodeStream s) {
+#if defined(__x86_64__) && defined(__linux__)
+  // 0: not AMD; else the display family (base + extended, as AMD documents it).
+  static const unsigned amd_family = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_is("amd") != 0;
+    if (!__builtin_cpu_is("amd")) return 0u;
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0u;
+    const unsigned base = (a >> 8) & 0xf;
+    return base == 0xf ? base + ((a >> 20) & 0xff) : base;
   }();
-  return !amd;
+  if (amd_family == 0) return true;
+  constexpr unsigned kZen5 = 0x1a;
+  return s == DecodeStream::SuperBlocks && amd_family >= kZen5;
 #else
+  (void)s;
   return false;
 #endif
 }

@@ -44,10 +44,16 @@ void force_isa(Isa isa);
 // Back to the default (detected_isa(), capped by MINFER_ISA).
 void reset_isa();
 
-// Whether the AVX-512 decode kernels fetch their weight stream ahead with software prefetch
-// (packed_gemm.h's distances). On Intel they beat the hardware prefetchers alone (measured on
-// Sapphire Rapids); on AMD Zen 4 the hardware prefetchers alone streamed every packed type as
-// fast or faster (Q6_K and Q5_K 20-30 % faster on one core): false on AMD CPUs.
-bool decode_prefetch();
+// The two weight streams of the AVX-512 decode kernels: the x16 layouts of 32-column blocks
+// (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL) and of 256-column super-blocks (the K-quants, IQ4_XS).
+enum class DecodeStream : uint8_t { Blocks, SuperBlocks };
+
+// Whether the AVX-512 decode kernels fetch `s` ahead with software prefetch (packed_gemm.h's
+// distances). On Intel they beat the hardware prefetchers alone (measured on Sapphire Rapids). On
+// AMD Zen 4 the hardware prefetchers alone streamed every packed type as fast or faster (Q6_K and
+// Q5_K 20-30 % faster on one core); on Zen 5 they still do for the blocks, but the super-blocks
+// stream a third faster with the software prefetch (two threads, 6144 x 1024: Q4_K 39 -> 53
+// GB/s, Q6_K 37 -> 55; Q8_0 58 -> 50 with it). AMD: super-blocks from family 1Ah (Zen 5) on.
+bool decode_prefetch(DecodeStream s);
 
 }  // namespace minfer::cpu

@@ -200,7 +200,7 @@ inline void vnni_group(const uint8_t* grp, const uint8_t* pan, int64_t nb, const
     vnni_tile<P, 8>(grp, pan, nb, x, t0, y, ldy);
   }
   for (; t0 + 4 <= nt; t0 += 4) vnni_tile<P, 4>(grp, pan, nb, x, t0, y, ldy);
-  const bool prefetch = t0 < nt && decode_prefetch();
+  const bool prefetch = t0 < nt && decode_prefetch(DecodeStream::Blocks);
   for (; t0 < nt; ++t0)
     x.tile == 1 ? vnni_tile<P, 1, 1>(grp, pan, nb, x, t0, y, ldy, prefetch)
                 : vnni_tile<P, 1>(grp, pan, nb, x, t0, y, ldy, prefetch);

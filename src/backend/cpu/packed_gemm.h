@@ -82,9 +82,9 @@ struct PackedAct {
 
 GgmlType packed_act_type(GgmlType wtype);
 
-// Decode streams each group front to back: where decode_prefetch() (cpu_features.h; not on AMD)
-// the AVX-512 kernels fetch this far ahead, into the outer cache levels, every line; the 256-bit
-// ones never do (see avx2_gemv, ak_gemv). Measured on Sapphire Rapids at 2 threads, qwen2.5-0.5b
+// Decode streams each group front to back: where decode_prefetch() (cpu_features.h: on Intel,
+// and for the super-blocks on AMD Zen 5) the AVX-512 kernels fetch this far ahead, into the outer
+// cache levels, every line; the 256-bit ones never do (see avx2_gemv, ak_gemv). Measured on Sapphire Rapids at 2 threads, qwen2.5-0.5b
 // Q8_0 tg64, one line per block: 2048 B into L1 38.0 t/s, 4096 39.2, 8192 into L3 40.5, 16384
 // 39.6; then every line instead of one: a 524288 x 896 GEMV 10-25 % faster, Q4_0 and Q5_0 most;
 // 4096 and hints T0/T1/NTA re-measured on 2 MiB pages: no better. Once decode chunks became long
@@ -101,7 +101,8 @@ constexpr int packed_prefetch(GgmlType t) { return t == GgmlType::Q5_0 ? 8192 : 
 // stream wanted fetching a super-block on when AMD Zen 4 still prefetched: qwen3-0.6b Q4_K_M, one
 // thread, its Q6_K output matrix 7.43 -> 5.51-5.65 ms a step at 4096 B (8192, 16384: 5.8-6.0);
 // Q4_K measured slower further ahead. With no software prefetch at all Zen 4 was faster still
-// (decode_prefetch); the distances are Intel's now, where Q6_K at 4096 is not re-measured.
+// (decode_prefetch); the distances are Intel's, where Q6_K at 4096 is not re-measured. On Zen 5
+// (two threads, `GemvPackedCold` 6144 x 1024) Q4_K and Q6_K at 4096 measured within noise of these.
 constexpr int kq_prefetch(GgmlType t) { return t == GgmlType::Q6_K ? 4096 : kPackedPrefetch; }
 
 // Token t's activations (nb blocks of 32) quantized to Q8_0 (quantize_act_q8_0; the _1 types:

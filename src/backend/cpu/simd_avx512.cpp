@@ -1220,7 +1220,7 @@ void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
   const uint8_t* x = xa.q;
   const size_t xs = xa.stride;
   if (nt < kGemmMinTokens) {
-    const bool prefetch = decode_prefetch();
+    const bool prefetch = decode_prefetch(DecodeStream::SuperBlocks);
     for (int64_t g = 0; g < n_groups; ++g)
       for (int64_t t = 0; t < nt; ++t)
         kp_gemv<T>(wp + size_t(g) * gb, nsb, x + size_t(t) * xs, xa.ks + t * nsb, y + t * ldy + 16 * g, prefetch);
