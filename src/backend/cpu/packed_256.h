@@ -795,21 +795,25 @@ template <GgmlType T>
 constexpr bool kAkSub16 = T == GgmlType::Q6_K || T == GgmlType::Q3_K || T == GgmlType::Q2_K;
 
 // Where a 16-column sub-block k's sum starts: -offset x its activations' sum for the types stored
-// with an offset (Q6_K q + 32, Q3_K q + 4), else 0.
+// with an offset (Q6_K q + 32, Q3_K q + 4; on AVX-VNNI IQ4_XS, looked up + 128, whose scales are
+// per 32 columns: the whole correction in the first half's sum), else 0.
 template <GgmlType T>
 __attribute__((always_inline)) inline __m256i ak_offset(const Q8KSums& ks, int k) {
   if constexpr (T == GgmlType::Q6_K) return _mm256_set1_epi32(ks.q6c[k]);
   if constexpr (T == GgmlType::Q3_K) return _mm256_set1_epi32(-4 * ks.bsum[k]);
+  if constexpr (T == GgmlType::IQ4_XS && kVnni)
+    return k % 2 == 0 ? _mm256_set1_epi32(ks.off128_32[k / 2]) : _mm256_setzero_si256();
   return _mm256_setzero_si256();
 }
 
-// IQ4_XS on AVX2 (packed_gemm_256 gives it no AVX-VNNI kernel): its nibbles looked up as the
-// signed kvalues_iq4nl, multiplied in sign form (its values + 128 would saturate maddubs, as
-// IQ4_NL's: AIQ4).
+// IQ4_XS's nibbles looked up: on AVX2 as the signed kvalues_iq4nl, multiplied in sign form (its
+// values + 128 would saturate maddubs, as IQ4_NL's: AIQ4); on AVX-VNNI as the values + 128 for
+// vpdpbusd, each sub-block's sum started from -128 x its activations' sum (ak_offset), as the
+// AVX-512 kp_gemv.
 struct AkIq4Table {
   alignas(16) uint8_t v[16];
   constexpr AkIq4Table() : v{} {
-    for (int i = 0; i < 16; ++i) v[i] = uint8_t(quant::kvalues_iq4nl[i]);
+    for (int i = 0; i < 16; ++i) v[i] = uint8_t(quant::kvalues_iq4nl[i] + (kVnni ? 128 : 0));
   }
 };
 constexpr AkIq4Table kAkIq4;
@@ -836,7 +840,7 @@ inline void ak_chunk(const uint8_t* o, int j, int c, int h, __m256i* lo, __m256i
   const __m256i v = _mm256_load_si256((const __m256i*)(o + packed_kq_quants(T, j, c) + 32 * h));
   *lo = _mm256_and_si256(v, m4);
   *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-  if constexpr (T == GgmlType::IQ4_XS) {  // (no AVX-VNNI kernel: packed_gemm_256)
+  if constexpr (T == GgmlType::IQ4_XS) {
     const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kAkIq4.v));
     *lo = _mm256_shuffle_epi8(table, *lo);
     *hi = _mm256_shuffle_epi8(table, *hi);
@@ -1532,11 +1536,7 @@ PackedGemmFn packed_gemm_256(GgmlType t) {
   if (t == GgmlType::Q6_K) return &ak_gemm<GgmlType::Q6_K>;
   if (t == GgmlType::Q3_K) return &ak_gemm<GgmlType::Q3_K>;
   if (t == GgmlType::Q2_K) return &ak_gemm<GgmlType::Q2_K>;
-  // IQ4_XS: AVX2's sign form only (an AVX-VNNI offset form is not written: no such CPU here to
-  // measure or test it on, so those CPUs keep its GGUF layout).
-#if !MINFER_PACKED_VNNI
   if (t == GgmlType::IQ4_XS) return &ak_gemm<GgmlType::IQ4_XS>;
-#endif
   return nullptr;
 }
 
