@@ -108,6 +108,18 @@ Isa detected_isa() {
 
 bool isa_supported(Isa isa) { return (supported_mask() >> int(isa)) & 1u; }
 
+bool avx512_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return isa_supported(Isa::Avx512) && __builtin_cpu_supports("avx512bf16");
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 bool decode_prefetch(DecodeStream s) {
 #if defined(__x86_64__) && defined(__linux__)
   // 0: not AMD; else the display family (base + extended, as AMD documents it).

@@ -44,6 +44,10 @@ void force_isa(Isa isa);
 // Back to the default (detected_isa(), capped by MINFER_ISA).
 void reset_isa();
 
+// AVX512_BF16 (vdpbf16ps) beside the Avx512 level: BF16 prompts take it where present (Zen 4 and
+// later, Cooper Lake, Sapphire Rapids and later); not a level of its own.
+bool avx512_bf16();
+
 // The two weight streams of the AVX-512 decode kernels: the x16 layouts of 32-column blocks
 // (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL) and of 256-column super-blocks (the K-quants, IQ4_XS).
 enum class DecodeStream : uint8_t { Blocks, SuperBlocks };
