@@ -82,14 +82,15 @@ struct PackedAct {
 
 GgmlType packed_act_type(GgmlType wtype);
 
-// Decode streams each group front to back: where decode_prefetch() (cpu_features.h: on Intel,
-// and for the super-blocks on AMD Zen 5) the AVX-512 kernels fetch this far ahead, into the outer
-// cache levels, every line; the 256-bit ones never do (see avx2_gemv, ak_gemv). Measured on Sapphire Rapids at 2 threads, qwen2.5-0.5b
-// Q8_0 tg64, one line per block: 2048 B into L1 38.0 t/s, 4096 39.2, 8192 into L3 40.5, 16384
-// 39.6; then every line instead of one: a 524288 x 896 GEMV 10-25 % faster, Q4_0 and Q5_0 most;
-// 4096 and hints T0/T1/NTA re-measured on 2 MiB pages: no better. Once decode chunks became long
-// (kernels_matmul.cpp), 2048 B won: 2 threads, tg64 Q8_0 49.5 t/s (8192: 48.0 at 4096),
-// qwen3-0.6b Q4_K_M 52.7 (8192: 47 with short chunks); one thread Q8_0 26.6 vs 25.7 at 8192.
+// Decode streams each group front to back: where decode_prefetch() (cpu_features.h: on Intel, and
+// for the super-blocks on AMD Zen 5) the AVX-512 kernels fetch this far ahead, into the outer cache
+// levels, every line; the 256-bit ones never do (see avx2_gemv, ak_gemv). Measured on Sapphire
+// Rapids at 2 threads, qwen2.5-0.5b Q8_0 tg64, one line per block: 2048 B into L1 38.0 t/s, 4096
+// 39.2, 8192 into L3 40.5, 16384 39.6; then every line instead of one: a 524288 x 896 GEMV 10-25 %
+// faster, Q4_0 and Q5_0 most; 4096 and hints T0/T1/NTA re-measured on 2 MiB pages: no better. Once
+// decode chunks became long (kernels_matmul.cpp), 2048 B won: 2 threads, tg64 Q8_0 49.5 t/s (8192:
+// 48.0 at 4096), qwen3-0.6b Q4_K_M 52.7 (8192: 47 with short chunks); one thread Q8_0 26.6 vs 25.7
+// at 8192.
 constexpr int kPackedPrefetch = 2048;  // Q8_0, Q4_0, Q4_K, Q5_K (see packed_prefetch, kq_prefetch)
 // Q5_0 spends about twice Q4_0's vector ops per byte on its fifth bits, and its stream wants to be
 // fetched further ahead: qwen2.5-0.5b Q4_K_M (Q5_0 gate, up, q, k, attn_output), 2 threads,

@@ -1380,17 +1380,16 @@ void fpanel_gemm(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr,
 // ---- BF16 prompts on AVX512_BF16: pairs of columns, vdpbf16ps --------------------------------
 // BF16 weights meet BF16 activations (ggml's vec_dot type for BF16, which the activations already
 // are: act_quant), so vdpbf16ps multiplies them as they are stored, two columns a lane and
-// instruction, at the FMA's rate: twice fpanel_gemm's work per instruction, and no widening.
-// Each 16-row group's weights go once per call into a panel of column pairs (pair p: the 16
-// rows' two values as one dword, by 16 x 16 dword transposes of 32 columns), and the call's
-// activation pairs into tiles of kBTile tokens (pair p of the tile's token t at 16 p + t: one
-// pointer reaches every token, where 16 row pointers spilled). A tile of T tokens is, per pair,
-// one panel load and T vdpbf16ps with the token's pair broadcast; 16 tokens keep enough
-// independent sums in flight for vdpbf16ps's latency (AMD Zen 5, one core, 3072 x 1024 x 128: 8
-// tokens 251 GOP/s, 16 with row pointers 333). Sums in blocks of kFPanelBlock columns, as
-// fpanel_tile. The products of two BF16 values are exact in F32; the additions run in another
-// order than the FMA kernels' (a pair's two products first), and vdpbf16ps treats denormal
-// inputs as zero.
+// instruction, at the FMA's rate: twice fpanel_gemm's work per instruction, and no widening. Each
+// 16-row group's weights go once per call into a panel of column pairs (pair p: the 16 rows' two
+// values as one dword, by 16 x 16 dword transposes of 32 columns), and the call's activation pairs
+// into tiles of kBTile tokens (pair p of the tile's token t at 16 p + t: one pointer reaches every
+// token, where 16 row pointers spilled). A tile of T tokens is, per pair, one panel load and T
+// vdpbf16ps with the token's pair broadcast; 16 tokens keep enough independent sums in flight for
+// vdpbf16ps's latency (AMD Zen 5, one core, 3072 x 1024 x 128: 8 tokens 251 GOP/s, 16 with row
+// pointers 333, 16 re-laid 370). Sums in blocks of kFPanelBlock columns, as fpanel_tile. The
+// products of two BF16 values are exact in F32; the additions run in another order than the FMA
+// kernels' (a pair's two products first), and vdpbf16ps treats denormal inputs as zero.
 constexpr int64_t kBTile = 16;
 
 template <int T>
