@@ -70,7 +70,7 @@ std::map<std::string, std::string> matmul_paths(const minfer::runtime::Model& m)
     if (t.ne[1] > 1) types.insert(t.type);
   std::map<std::string, std::string> out;
   for (auto t : types)
-    out[std::string(minfer::type_name(t))] = minfer::cpu::isa_name(minfer::cpu::matmul_isa(t));
+    out[std::string(minfer::type_name(t))] = minfer::cpu::matmul_path_name(t);
   return out;
 }
 

@@ -68,6 +68,26 @@ TEST(Bench, MatmulIsaNeverAboveTheRequestedOne) {
   }
 }
 
+// The BF16 path name says whether its prompts run vdpbf16ps: only at the AVX-512 level, and
+// only on a CPU with AVX512_BF16.
+TEST(Bench, MatmulPathNameMarksTheBf16DotProducts) {
+  using minfer::GgmlType;
+  using minfer::cpu::Isa;
+  minfer::cpu::force_isa(Isa::Scalar);
+  EXPECT_EQ(minfer::cpu::matmul_path_name(GgmlType::BF16), "scalar");
+  if (minfer::cpu::isa_supported(Isa::Avx2)) {
+    minfer::cpu::force_isa(Isa::Avx2);
+    EXPECT_EQ(minfer::cpu::matmul_path_name(GgmlType::BF16), "avx2");
+  }
+  if (minfer::cpu::isa_supported(Isa::Avx512)) {
+    minfer::cpu::force_isa(Isa::Avx512);
+    EXPECT_EQ(minfer::cpu::matmul_path_name(GgmlType::BF16),
+              minfer::cpu::avx512_bf16() ? "avx512-vnni+bf16" : "avx512-vnni");
+    EXPECT_EQ(minfer::cpu::matmul_path_name(GgmlType::Q8_0), "avx512-vnni");
+  }
+  minfer::cpu::reset_isa();
+}
+
 TEST(Bench, StoriesFootprintAndRun) {
   MINFER_REQUIRE_SHARED();
   auto m = rt::Model::load(minfer::test::shared_path("models/stories260K.gguf"));

@@ -25,6 +25,13 @@ Isa matmul_isa(GgmlType wtype, Isa isa) {
   return Isa::Scalar;
 }
 
+std::string matmul_path_name(GgmlType wtype) {
+  const Isa isa = matmul_isa(wtype);
+  std::string name = isa_name(isa);
+  if (wtype == GgmlType::BF16 && isa >= Isa::Avx512 && avx512_bf16()) name += "+bf16";
+  return name;
+}
+
 bool weights_repacked_at_load(GgmlType wtype) {
   return repack_enabled() && packed_gemm(wtype, active_isa()) != nullptr;
 }

@@ -2,6 +2,8 @@
 // wrong thing (minfer bench): dot_tile() falls back to a lower ISA, down to scalar, when the
 // requested one has no kernel for a type, and nothing else reports that fallback.
 #pragma once
+#include <string>
+
 #include "backend/cpu/cpu_features.h"
 #include "quant/types.h"
 
@@ -11,6 +13,10 @@ namespace minfer::cpu {
 // `isa` (Amx: prefill on AMX tiles, decode on AVX-512 VNNI, over repacked weights).
 Isa matmul_isa(GgmlType wtype, Isa isa);
 inline Isa matmul_isa(GgmlType wtype) { return matmul_isa(wtype, active_isa()); }
+
+// matmul_isa(wtype)'s name, as minfer bench reports the path: with "+bf16" where BF16 prompts
+// run on vdpbf16ps (avx512_bf16(); without it the same level widens them to F32 FMAs).
+std::string matmul_path_name(GgmlType wtype);
 
 // Whether a model loaded now repacks matmul weights of this type (repack.h) for the active
 // ISA: Q8_0 and Q4_0 on AVX-512 VNNI and AMX, unless MINFER_NO_REPACK is set (to measure or
