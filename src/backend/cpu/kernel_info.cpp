@@ -28,7 +28,7 @@ Isa matmul_isa(GgmlType wtype, Isa isa) {
 std::string matmul_path_name(GgmlType wtype) {
   const Isa isa = matmul_isa(wtype);
   std::string name = isa_name(isa);
-  if (wtype == GgmlType::BF16 && isa >= Isa::Avx512 && avx512_bf16()) name += "+bf16";
+  if (isa >= Isa::Avx512 && dot_tile_avx512_uses_bf16(wtype)) name += "+bf16";
   return name;
 }
 

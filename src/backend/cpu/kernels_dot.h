@@ -58,6 +58,8 @@ DotTileFn dot_tile_avx512(GgmlType wtype);
 // Whether dot_tile_avx512's kernel for wtype runs prefill on AMX tiles when the active ISA is
 // Amx (the K-quant GEMMs choose that inside; kernel_info reports it).
 bool dot_tile_avx512_uses_amx(GgmlType wtype);
+// Whether it runs prompts on vdpbf16ps (BF16 with avx512_bf16(); kernel_info reports it).
+bool dot_tile_avx512_uses_bf16(GgmlType wtype);
 VsumFn vsum_avx2();
 SoftmaxFn softmax_avx2();
 SwigluFn swiglu_avx2();

@@ -1392,6 +1392,16 @@ void fpanel_gemm(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr,
 // kernels' (a pair's two products first), and vdpbf16ps treats denormal inputs as zero.
 constexpr int64_t kBTile = 16;
 
+// Dword c of the first `n` (<= 16) of 16 rows `stride` bytes apart (64 bytes each), as dst[16 c
+// + r] (zero past n): a panel's 16 column pairs of 16 rows, or a tile's 16 pairs of 16 tokens.
+inline void dword_transpose16(const uint8_t* src, size_t stride, int64_t n, uint32_t* dst) {
+  __m512i v[16];
+  for (int64_t r = 0; r < 16; ++r)
+    v[r] = r < n ? _mm512_loadu_si512(src + size_t(r) * stride) : _mm512_setzero_si512();
+  transpose16(v);
+  for (int c = 0; c < 16; ++c) _mm512_store_si512(dst + 16 * c, v[c]);
+}
+
 template <int T>
 __attribute__((target("avx512bf16"))) inline void bpanel_tile(const uint32_t* pan, int64_t np, const uint32_t* xt,
                                                                __mmask16 rows, float* y, int64_t ldy) {
@@ -1430,24 +1440,13 @@ __attribute__((target("avx512bf16"))) void bpanel_gemm(GgmlType t, int64_t n, co
   for (int64_t g = 0; g < ntiles; ++g) {
     uint32_t* o = xi + g * np * kBTile;
     const int64_t tn = std::min(kBTile, nt - g * kBTile);
-    for (int64_t p = 0; p < np; p += 16) {  // 16 pairs of 16 tokens a transpose
-      __m512i v[16];
-      for (int64_t k = 0; k < 16; ++k)
-        v[k] = k < tn ? _mm512_loadu_si512(x + size_t(g * kBTile + k) * xs + 4 * p) : _mm512_setzero_si512();
-      transpose16(v);
-      for (int c = 0; c < 16; ++c) _mm512_store_si512(o + kBTile * (p + c), v[c]);
-    }
+    for (int64_t p = 0; p < np; p += 16)
+      dword_transpose16(x + size_t(g * kBTile) * xs + 4 * p, xs, tn, o + kBTile * p);
   }
   uint32_t* pan = reinterpret_cast<uint32_t*>(scratch(1, size_t(np) * 64));
   for (int64_t r0 = 0; r0 < nr; r0 += 16) {
     const int rows = int(std::min<int64_t>(16, nr - r0));
-    for (int64_t k = 0; k < n; k += 32) {
-      __m512i v[16];
-      for (int r = 0; r < 16; ++r)
-        v[r] = r < rows ? _mm512_loadu_si512(w + size_t(r0 + r) * ws + 2 * k) : _mm512_setzero_si512();
-      transpose16(v);
-      for (int c = 0; c < 16; ++c) _mm512_store_si512(pan + 16 * (k / 2 + c), v[c]);
-    }
+    for (int64_t k = 0; k < n; k += 32) dword_transpose16(w + size_t(r0) * ws + 2 * k, ws, rows, pan + 8 * k);
     const __mmask16 rm = __mmask16((1u << rows) - 1);
     // Tails stay inside their tile of 16 (t0 % 16 + T <= 16).
     auto xt = [&](int64_t t0) { return xi + (t0 / kBTile) * np * kBTile + t0 % kBTile; };
@@ -1462,6 +1461,7 @@ __attribute__((target("avx512bf16"))) void bpanel_gemm(GgmlType t, int64_t n, co
 }  // namespace
 
 bool dot_tile_avx512_uses_amx(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K; }
+bool dot_tile_avx512_uses_bf16(GgmlType t) { return t == GgmlType::BF16 && avx512_bf16(); }
 
 PackedGemmFn packed_kq_gemm_avx512(GgmlType t, bool amx) {
   switch (t) {
@@ -1479,7 +1479,7 @@ DotTileFn dot_tile_avx512(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return &row_stream_tiles<F512K<Load512F32>, 4, 4>;
     case GgmlType::F16: return &fpanel_gemm<Load512F16>;
-    case GgmlType::BF16: return avx512_bf16() ? &bpanel_gemm : &fpanel_gemm<Load512BF16>;
+    case GgmlType::BF16: return dot_tile_avx512_uses_bf16(t) ? &bpanel_gemm : &fpanel_gemm<Load512BF16>;
     case GgmlType::Q8_0: return q8_gemm<DecQ8_0, 4, 4>;
     case GgmlType::Q4_0: return q8_gemm<DecQ4_0, 4, 4>;
     case GgmlType::Q5_0: return q8_gemm<DecQ5_0, 4, 4>;
@@ -1511,6 +1511,7 @@ DotTileFn dot_tile_avx512(GgmlType t) {
 namespace minfer::cpu {
 DotTileFn dot_tile_avx512(GgmlType) { return nullptr; }
 bool dot_tile_avx512_uses_amx(GgmlType) { return false; }
+bool dot_tile_avx512_uses_bf16(GgmlType) { return false; }
 PackedGemmFn packed_kq_gemm_avx512(GgmlType, bool) { return nullptr; }
 }  // namespace minfer::cpu
 #endif
