@@ -3,6 +3,7 @@
 // chunk multiplied with every activation row (a weight panel is read once per token block).
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/act_quant.h"
@@ -18,8 +19,8 @@
 namespace minfer::cpu {
 namespace {
 
-// Rows per work item: small enough to balance 2+ threads on 896-row matrices, large enough
-// that the per-item overhead vanishes.
+// Rows per work item of a prompt on GGUF rows: small enough to balance 2+ threads on 896-row
+// matrices, large enough that the per-item overhead vanishes.
 constexpr int64_t kRowChunk = 32;
 // Tokens per pass over a weight panel: their activations stay in L2 while the panel is reused.
 constexpr int64_t kTokenBlock = 128;
@@ -68,16 +69,25 @@ struct WorkItem {
   int64_t g0, ng, t0;
 };
 
+// The item sizes of a decode step over n groups (the guided self-scheduling above): each
+// 1/threads of the groups still unassigned, at least kDecodeGroups.
+template <class Emit>
+void decode_split(int64_t n, Emit emit) {
+  const int64_t t = threads();
+  for (int64_t left = n; left > 0;) {
+    const int64_t size = std::min(left, std::max(kDecodeGroups, (left + t - 1) / t));
+    emit(n - left, size);
+    left -= size;
+  }
+}
+
 // The items of a decode step (one token): the jobs' groups taken as one sequence, cut where
 // a job ends.
 void decode_items(const MatmulJob* jobs, int n_jobs, int64_t all_groups, std::vector<WorkItem>& items) {
   items.clear();
-  const int64_t t = threads();
   int j = 0;
   int64_t g = 0;  // next group of job j
-  for (int64_t left = all_groups; left > 0;) {
-    int64_t size = std::min(left, std::max(kDecodeGroups, (left + t - 1) / t));
-    left -= size;
+  decode_split(all_groups, [&](int64_t, int64_t size) {
     while (size > 0) {
       const int64_t groups = jobs[j].w.rows / kPackRows, take = std::min(size, groups - g);
       if (take > 0) items.push_back({j, g, take, 0});
@@ -85,7 +95,7 @@ void decode_items(const MatmulJob* jobs, int n_jobs, int64_t all_groups, std::ve
       g += take;
       if (g == groups) ++j, g = 0;
     }
-  }
+  });
 }
 
 // The items of a prompt: per job, per run of `per` groups, per token block.
@@ -299,11 +309,23 @@ void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const flo
   const int64_t row_chunk = nt >= kFloatPanelTokens && float_panel_tile(w.type, active_isa())
                                 ? std::max(kRowChunk, w.rows / (2 * threads()) / 16 * 16)
                                 : kRowChunk;
-  const int64_t n_chunks = (w.rows + row_chunk - 1) / row_chunk;
+  // Decode: the packed path's items (decode_items), in groups of 16 GGUF rows. Against items
+  // of kRowChunk rows, each thread's stream no longer restarts every 64 KiB nor claims 48
+  // items a matrix: qwen3-0.6b F16 tg32, 2 threads, 24.6-27.5 -> 31.3-38.1 t/s.
+  thread_local std::vector<std::pair<int64_t, int64_t>> t_rows;  // (first row, rows)
+  const std::vector<std::pair<int64_t, int64_t>>& rows = t_rows;  // (the workers read the caller's)
+  t_rows.clear();
+  if (nt == 1)
+    decode_split((w.rows + kPackRows - 1) / kPackRows, [&](int64_t g0, int64_t ng) {
+      t_rows.emplace_back(g0 * kPackRows, std::min(ng * kPackRows, w.rows - g0 * kPackRows));
+    });
+  else
+    for (int64_t r0 = 0; r0 < w.rows; r0 += row_chunk) t_rows.emplace_back(r0, std::min(row_chunk, w.rows - r0));
+  const int64_t n_chunks = int64_t(rows.size());
   const int64_t n_tblk = (nt + kTokenBlock - 1) / kTokenBlock;
   auto work = [&](int64_t c, int) {
     const int64_t rc = c / n_tblk, tb = c % n_tblk;
-    const int64_t r0 = rc * row_chunk, nr = std::min(row_chunk, w.rows - r0);
+    const int64_t r0 = rows[size_t(rc)].first, nr = rows[size_t(rc)].second;
     const int64_t t0 = tb * kTokenBlock, ntb = std::min(kTokenBlock, nt - t0);
     float* yc = y + t0 * w.rows + r0;
     tile(w.type, w.cols, w.data + size_t(r0) * w.row_bytes, w.row_bytes, nr,
