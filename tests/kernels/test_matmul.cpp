@@ -167,7 +167,11 @@ TEST_P(MatmulTest, MatchesDequantizedReferenceOnEveryIsaPath) {
       k ? std::vector<Case>{{1, 256, 1}, {7, 256, 3}, {33, 512, 17}, {67, 1024, 1}, {5, 256, 70}}
         : std::vector<Case>{{1, 32, 1},   {7, 96, 3},   {33, 256, 17},
                             {67, 896, 1}, {13, 2048, 2}, {5, 64, 70}};
-  if (type_traits(t).block_size == 1) cases.push_back({19, 45, 13});  // rows of a partial 16 columns
+  if (type_traits(t).block_size == 1) {  // rows ending in a partial vector, prompts and decode
+    cases.push_back({19, 45, 13});
+    cases.push_back({19, 45, 3});
+    cases.push_back({6, 173, 1});
+  }
   for (Isa isa : isas()) {
     force_isa(isa);
     uint32_t seed = 1;
@@ -335,7 +339,8 @@ TEST(MatmulIsa, OneTokenPathEqualsBatchedTilesExactly) {
   for (GgmlType t : matmul_types()) {
     for (int64_t rows : {1, 2, 3, 15, 16, 17, 25, 40}) {
       std::mt19937 rng(uint32_t(31 + rows));
-      const int64_t cols = type_traits(t).block_size == 256 ? 512 : 96;
+      const int64_t bs = type_traits(t).block_size;
+      const int64_t cols = bs == 256 ? 512 : bs == 1 ? 200 : 96;  // (floats: whole vectors and a part)
       const auto wbuf = random_weights(t, rows, cols, rng);
       const auto x1 = test::random_floats(size_t(cols), rng);
       std::vector<float> x2(x1);

@@ -1243,7 +1243,7 @@ void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
   if (amx && nt >= 16) kq_amx_end();
 }
 
-// ---- F32 / F16 with 512-bit FMA: 4 rows x 4 tokens, masked loads for the row tail ------------
+// ---- F32 / F16 / BF16 with 512-bit FMA: row tiles, masked loads for the row tail --------------
 
 struct Load512F32 {
   static __m512 v(const uint8_t* p, int64_t i) { return _mm512_loadu_ps((const float*)p + i); }
@@ -1271,45 +1271,60 @@ struct Load512BF16 {
   }
 };
 
-template <class L, int R, int T>
+// C sums per output (1 or 4), column 16 c of every 16 C into sum c (the rest into sum 0), added
+// as (s0 + s1) + (s2 + s3) at the end. F16 and BF16 take 4: with one chain a one-token row was
+// bound by the FMA's latency (one 32-byte F16 load per 4 cycles; Gemv_F16 3072 x 1024 one core,
+// hot: 19-23 -> 41-42 GB/s), and R x T is then at most 2 x 2 (16 sums in registers). F32 keeps
+// one sum and 4 x 4 tiles: its rows of 64-byte loads are not latency-bound, and the 4 sums'
+// reductions cost more than the FMAs on the 64-column rows of a tiny model (stories260K pp128
+// 48-116 -> 23-38 kt/s). Every tile shape of a type sums in one order, so a one-token row equals
+// the same row in a 2-token tile.
+template <class L, int R, int T, int C>
 inline void f512_tile(const Tile& a, int64_t r0, int64_t t0) {
-  __m512 acc[R][T];
+  static_assert((C == 1 && R * T <= 16) || (C == 4 && R * T <= 4));
+  __m512 acc[R][T][4];
   const uint8_t* wr[R];
   const uint8_t* xr[T];
   for (int r = 0; r < R; ++r) wr[r] = a.w + size_t(r0 + r) * a.ws;
   for (int t = 0; t < T; ++t) xr[t] = a.x + size_t(t0 + t) * a.xs;
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    for (int t = 0; t < T; ++t)
+      for (int c = 0; c < C; ++c) acc[r][t][c] = _mm512_setzero_ps();
   int64_t i = 0;
-  for (; i + 16 <= a.n; i += 16) {
-    __m512 xv[T];
-    for (int t = 0; t < T; ++t) xv[t] = L::v(xr[t], i);
-    for (int r = 0; r < R; ++r) {
-      const __m512 wv = L::v(wr[r], i);
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+  for (; i + 16 * C <= a.n; i += 16 * C)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      __m512 xv[T];
+      for (int t = 0; t < T; ++t) xv[t] = L::v(xr[t], i + 16 * c);
+      for (int r = 0; r < R; ++r) {
+        const __m512 wv = L::v(wr[r], i + 16 * c);
+        for (int t = 0; t < T; ++t) acc[r][t][c] = _mm512_fmadd_ps(wv, xv[t], acc[r][t][c]);
+      }
     }
-  }
-  if (i < a.n) {
-    const __mmask16 k = __mmask16((1u << (a.n - i)) - 1u);
+  for (; i < a.n; i += 16) {
+    const __mmask16 k = a.n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (a.n - i)) - 1u);
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = L::m(xr[t], i, k);
     for (int r = 0; r < R; ++r) {
       const __m512 wv = L::m(wr[r], i, k);
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+      for (int t = 0; t < T; ++t) acc[r][t][0] = _mm512_fmadd_ps(wv, xv[t], acc[r][t][0]);
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+    for (int t = 0; t < T; ++t)
+      a.y[(t0 + t) * a.ldy + r0 + r] = _mm512_reduce_add_ps(
+          C == 1 ? acc[r][t][0]
+                 : _mm512_add_ps(_mm512_add_ps(acc[r][t][0], acc[r][t][1]), _mm512_add_ps(acc[r][t][2], acc[r][t][3])));
 }
 
-template <class L>
+template <class L, int C>
 struct F512K {
   template <int R, int T>
-  static void run(const Tile& a, int64_t r0, int64_t t0) { f512_tile<L, R, T>(a, r0, t0); }
+  static void run(const Tile& a, int64_t r0, int64_t t0) { f512_tile<L, R, T, C>(a, r0, t0); }
 };
 
 // ---- F16 / BF16 prompts: 16 rows in the lanes, weights widened once per call -----------------
-// The 4 x 4 tile widens every weight and activation vector it loads (8 conversions per 16 FMAs)
+// The 2 x 2 tile widens every weight and activation vector it loads (4 conversions per 4 FMAs)
 // and reduces 16 lanes per output at the end. Here a call's activations are widened to F32 once,
 // each 16-row group's weights once into a panel (column k: the 16 rows' values, by 16 x 16
 // transposes), and a tile of T tokens is, per column, one panel load and T FMAs with the token's
@@ -1346,7 +1361,7 @@ template <class L>
 void fpanel_gemm(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, size_t xs,
                  int64_t nt, float* y, int64_t ldy) {
   if (nt < kFloatPanelTokens) {
-    row_stream_tiles<F512K<L>, 4, 4>(t, n, w, ws, nr, x, xs, nt, y, ldy);
+    row_stream_tiles<F512K<L, 4>, 2, 2>(t, n, w, ws, nr, x, xs, nt, y, ldy);
     return;
   }
   const int64_t nf = n / 16 * 16;
@@ -1426,12 +1441,69 @@ __attribute__((target("avx512bf16"))) inline void bpanel_tile(const uint32_t* pa
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, tot[t]);
 }
 
-// Rows of whole 32-column pieces only (every model's); the others, and short calls, go to
-// fpanel_gemm.
+// Short calls (decode): vdpbf16ps on the GGUF rows as they are, 32 columns an instruction and no
+// widening, in f512_tile's order: four sums per output, columns 32 c of every 128 into sum c (the
+// rest into sum 0, under a mask), R x T at most 2 x 2; one token takes its rows one at a time, as
+// row_stream_tiles does. qwen3-0.6b BF16 tg64, 2 threads: see PERFORMANCE.md (session 19).
+template <int R, int T>
+__attribute__((target("avx512bf16"))) inline void brow_tile(const Tile& a, int64_t r0, int64_t t0) {
+  __m512 acc[R][T][4];
+  const uint8_t* wr[R];
+  const uint8_t* xr[T];
+  for (int r = 0; r < R; ++r) wr[r] = a.w + size_t(r0 + r) * a.ws;
+  for (int t = 0; t < T; ++t) xr[t] = a.x + size_t(t0 + t) * a.xs;
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      for (int c = 0; c < 4; ++c) acc[r][t][c] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 128 <= a.n; i += 128)
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      __m512bh xv[T];
+      for (int t = 0; t < T; ++t) xv[t] = (__m512bh)_mm512_loadu_si512(xr[t] + 2 * (i + 32 * c));
+      for (int r = 0; r < R; ++r) {
+        const __m512bh wv = (__m512bh)_mm512_loadu_si512(wr[r] + 2 * (i + 32 * c));
+        for (int t = 0; t < T; ++t) acc[r][t][c] = _mm512_dpbf16_ps(acc[r][t][c], wv, xv[t]);
+      }
+    }
+  for (; i < a.n; i += 32) {
+    const __mmask32 k = a.n - i >= 32 ? ~__mmask32(0) : __mmask32((1u << (a.n - i)) - 1u);
+    __m512bh xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = (__m512bh)_mm512_maskz_loadu_epi16(k, xr[t] + 2 * i);
+    for (int r = 0; r < R; ++r) {
+      const __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(k, wr[r] + 2 * i);
+      for (int t = 0; t < T; ++t) acc[r][t][0] = _mm512_dpbf16_ps(acc[r][t][0], wv, xv[t]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      a.y[(t0 + t) * a.ldy + r0 + r] = _mm512_reduce_add_ps(
+          _mm512_add_ps(_mm512_add_ps(acc[r][t][0], acc[r][t][1]), _mm512_add_ps(acc[r][t][2], acc[r][t][3])));
+}
+
+__attribute__((target("avx512bf16"))) void brow_gemm(int64_t n, const uint8_t* w, size_t ws, int64_t nr,
+                                                      const uint8_t* x, size_t xs, int64_t nt, float* y,
+                                                      int64_t ldy) {
+  const Tile a{n, w, ws, x, xs, y, ldy};
+  int64_t t0 = 0;
+  for (; t0 + 2 <= nt; t0 += 2) {
+    int64_t r0 = 0;
+    for (; r0 + 2 <= nr; r0 += 2) brow_tile<2, 2>(a, r0, t0);
+    for (; r0 < nr; ++r0) brow_tile<1, 2>(a, r0, t0);
+  }
+  for (; t0 < nt; ++t0)
+    for (int64_t r0 = 0; r0 < nr; ++r0) brow_tile<1, 1>(a, r0, t0);
+}
+
+// Prompts: rows of whole 32-column pieces only (every model's); the others go to fpanel_gemm.
 __attribute__((target("avx512bf16"))) void bpanel_gemm(GgmlType t, int64_t n, const uint8_t* w, size_t ws,
                                                         int64_t nr, const uint8_t* x, size_t xs, int64_t nt,
                                                         float* y, int64_t ldy) {
-  if (nt < kFloatPanelTokens || n % 32 != 0) {
+  if (nt < kFloatPanelTokens) {
+    brow_gemm(n, w, ws, nr, x, xs, nt, y, ldy);
+    return;
+  }
+  if (n % 32 != 0) {
     fpanel_gemm<Load512BF16>(t, n, w, ws, nr, x, xs, nt, y, ldy);
     return;
   }
@@ -1477,7 +1549,7 @@ PackedGemmFn packed_kq_gemm_avx512(GgmlType t, bool amx) {
 
 DotTileFn dot_tile_avx512(GgmlType t) {
   switch (t) {
-    case GgmlType::F32: return &row_stream_tiles<F512K<Load512F32>, 4, 4>;
+    case GgmlType::F32: return &row_stream_tiles<F512K<Load512F32, 1>, 4, 4>;
     case GgmlType::F16: return &fpanel_gemm<Load512F16>;
     case GgmlType::BF16: return dot_tile_avx512_uses_bf16(t) ? &bpanel_gemm : &fpanel_gemm<Load512BF16>;
     case GgmlType::Q8_0: return q8_gemm<DecQ8_0, 4, 4>;
