@@ -137,7 +137,7 @@ const bound = Number(bw) * 1e9 / info.bytes_per_token;
 // Weights that fit in the caches are not streamed from memory: no bandwidth bound then.
 const cached = info.bytes_per_token < 64e6;
 console.log(`\nllama.cpp system info: ${llamaInfo.trim()}`);
-console.log(`minfer kernels: isa ${info.isa}, matmul ${JSON.stringify(info.matmul_isa)}, repacked at load: ${info.repacked_at_load}, KV ${info.kv_type}`);
+console.log(`minfer kernels: isa ${info.isa}, matmul ${JSON.stringify(info.matmul_isa)}, repacked at load: ${info.repacked_at_load}, copied at load: ${info.copied_at_load}, KV ${info.kv_type}`);
 console.log(cached ? `decode bandwidth bound: none (${(info.bytes_per_token / 1e6).toFixed(1)} MB per token fits in the caches)\n`
                    : `decode bandwidth bound: ${bw} GB/s / ${(info.bytes_per_token / 1e6).toFixed(1)} MB per token = ${bound.toFixed(1)} tok/s\n`);
 // The read bandwidth the neighbours left this sitting (MemRead before and after the rounds): on

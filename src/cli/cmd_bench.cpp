@@ -142,6 +142,7 @@ int run_bench_cmd(int argc, char** argv) {
   const auto fp = minfer::runtime::model_footprint(model);
   const auto paths = matmul_paths(model);
   const bool repacked = any_repacked(model);
+  const size_t copied = model.weights().n_copied();  // unpacked matrices staged on huge pages
   const auto active = minfer::cpu::active_isa(), detected = minfer::cpu::detected_isa();
 
   // A benchmark on a slower path than the machine offers must say so loudly.
@@ -204,6 +205,7 @@ int run_bench_cmd(int argc, char** argv) {
       j["isa_detected"] = minfer::cpu::isa_name(detected);
       j["matmul_isa"] = paths;
       j["repacked_at_load"] = repacked;
+      j["copied_at_load"] = copied;
       j["kv_type"] = std::string(minfer::type_name(kv));
       j["n_ctx"] = need;
       j["repetitions"] = reps;
@@ -227,9 +229,10 @@ int run_bench_cmd(int argc, char** argv) {
                        std::max(row.load_before, row.load_after));
   }
   out += fmt::format(
-      "\nmodel {}; matmul kernels: {}; weights repacked at load: {}; KV cache {}; "
-      "{} rep(s) after 1 warm-up; load = 1-min load average (max of before/after)\n",
-      model_file, paths_text, repacked ? "yes" : "no", minfer::type_name(kv), reps);
+      "\nmodel {}; matmul kernels: {}; weights repacked at load: {}; matrices copied to huge pages "
+      "at load: {}; KV cache {}; {} rep(s) after 1 warm-up; load = 1-min load average (max of "
+      "before/after)\n",
+      model_file, paths_text, repacked ? "yes" : "no", copied, minfer::type_name(kv), reps);
   std::fputs(out.c_str(), stdout);
   return 0;
 }

@@ -1,5 +1,6 @@
-// A loaded model: the GGUF file (weights stay in its read-only mapping, zero copy), the
-// tokenizer, the hyperparameters, and the weight store the graph executor resolves names in.
+// A loaded model: the GGUF file (its read-only mapping; the matmul weights staged at load onto
+// huge pages, see ModelWeights), the tokenizer, the hyperparameters, and the weight store the
+// graph executor resolves names in.
 #pragma once
 #include <functional>
 #include <memory>
@@ -22,30 +23,36 @@ class Tokenizer;
 namespace minfer::runtime {
 
 struct LoadOptions {
-  bool verbose = false;                    // a summary line (and one per repacked tensor) on stderr
-  bool repack = true;                      // repacked copies of the matmul weights (repack.h)
+  bool verbose = false;                    // a summary line (and one per staged tensor) on stderr
+  bool repack = true;                      // stage the matmul weights at load (ModelWeights)
+  double memory_bytes = -1;                // memory the staged copy must fit in; < 0: the machine's
   std::function<void(double)> progress;   // 0..1
 };
 
-// Name -> WeightRef over a TensorTable (the GGUF mapping). With `repack`, every matmul weight
-// the active CPU kernels have a packed layout for gets a repacked copy at construction
-// (WeightRef::packed); the embedding stays unpacked unless it is also the output matrix.
+// Name -> WeightRef over a TensorTable (the GGUF mapping). With `repack`, every matmul weight is
+// staged at construction into one buffer on huge pages: a repacked copy (WeightRef::packed) where
+// the active CPU kernels have a packed layout for its type, else a copy of its GGUF rows
+// (WeightRef::data then points there); the embedding stays in the mapping unless it is also the
+// output matrix.
 class ModelWeights final : public sched::WeightStore {
  public:
-  // `release` (may be empty) is told each GGUF range that only its packed copy is read from
-  // afterwards (wholly packed, not the embedding), right after it is packed.
+  // `release` (may be empty) is told each GGUF range that only its copy is read from afterwards
+  // (wholly staged, not a packed embedding), right after it is staged. Nothing is staged when the
+  // copy would take more than 80 % of memory_bytes (0: unknown, no limit).
   using ReleaseFn = std::function<void(const uint8_t*, size_t)>;
   explicit ModelWeights(const models::TensorTable& t, bool repack = false, bool verbose = false,
-                        const ReleaseFn& release = {});
+                        const ReleaseFn& release = {}, double memory_bytes = 0);
   const sched::WeightRef* find(const std::string& name) const override;
   size_t n_packed() const { return n_packed_; }
   size_t packed_bytes() const { return packed_bytes_; }
+  size_t n_copied() const { return n_copied_; }
+  size_t copied_bytes() const { return copied_bytes_; }
 
  private:
   std::unordered_map<std::string, sched::WeightRef> refs_;
-  cpu::AlignedBuffer packed_;  // every packed copy, 64-byte aligned each
-  size_t packed_bytes_ = 0;
-  size_t n_packed_ = 0;
+  cpu::AlignedBuffer staged_;  // the packed and the copied weights, 64-byte aligned each
+  size_t packed_bytes_ = 0, n_packed_ = 0;
+  size_t copied_bytes_ = 0, n_copied_ = 0;
 };
 
 class Model {

@@ -79,6 +79,7 @@ TEST(BenchCli, JsonStructureAndValues) {
     EXPECT_TRUE(e.at("isa").is_string());
     ASSERT_TRUE(e.at("matmul_isa").contains("F32"));
     EXPECT_EQ(e.at("repacked_at_load"), false);
+    EXPECT_GT(e.at("copied_at_load"), 0) << "its F32 matrices are staged on huge pages";
     EXPECT_EQ(e.at("kv_type"), "F16");
     EXPECT_EQ(e.at("repetitions"), 1);
   }

@@ -5,6 +5,7 @@
 // this CPU has. Also checks that the loader packed what the kernels can use.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <span>
@@ -87,6 +88,39 @@ TEST(RepackedModel, KQuantMixGivesTheSameLogitsAsTheGgufLayout) {
     }
     EXPECT_GE(tested, 1);
   }
+}
+
+// Matrices without a packed layout (F16 here) are copied as they are onto the huge-page buffer:
+// the weight store points at the copy, and the logits are those of the mapping.
+TEST(RepackedModel, UnpackedMatricesAreCopiedAndGiveTheSameLogits) {
+  TempFiles tmp;
+  tools::GenModelOptions g;
+  g.preset = "tiny-llama";
+  g.type = GgmlType::F16;
+  const std::string path = tmp.file("f16.gguf");
+  tools::generate_model(g, path);
+  runtime::LoadOptions staged, plain;
+  plain.repack = false;
+  const auto a = runtime::Model::load(path, staged);
+  const auto b = runtime::Model::load(path, plain);
+  EXPECT_EQ(b->weights().n_copied(), 0u);
+  EXPECT_GT(a->weights().n_copied(), 10u);
+  EXPECT_GT(a->weights().copied_bytes(), 0u);
+  const models::TensorRef* q = a->tensors().find("blk.0.attn_q.weight");
+  ASSERT_NE(q, nullptr);
+  const sched::WeightRef* wa = a->weights().find("blk.0.attn_q.weight");
+  ASSERT_NE(wa, nullptr);
+  EXPECT_NE(wa->data, q->data) << "the weight store still reads the mapping";
+  EXPECT_EQ(0, std::memcmp(wa->data, b->weights().find("blk.0.attn_q.weight")->data, wa->nbytes));
+  EXPECT_EQ(logits(*a), logits(*b));
+
+  // A copy that would not fit in memory is not made: the mapping serves, with the same logits.
+  runtime::LoadOptions small;
+  small.memory_bytes = 1 << 20;
+  const auto c = runtime::Model::load(path, small);
+  EXPECT_EQ(c->weights().n_copied(), 0u);
+  EXPECT_EQ(c->weights().find("blk.0.attn_q.weight")->data, c->tensors().find("blk.0.attn_q.weight")->data);
+  EXPECT_EQ(logits(*c), logits(*b));
 }
 
 }  // namespace

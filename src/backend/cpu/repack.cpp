@@ -1,5 +1,6 @@
 #include "backend/cpu/repack.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/threadpool.h"
@@ -198,6 +199,14 @@ void pack_weight(const WeightView& w, uint8_t* out) {
       case GgmlType::IQ4_XS: pack_kgroup<GgmlType::IQ4_XS>(w, r0, o); break;
       default: pack_group(w, r0, o);
     }
+  });
+}
+
+void copy_weight(const uint8_t* src, size_t n, uint8_t* out) {
+  constexpr size_t kPiece = size_t(1) << 20;
+  parallel_for(int64_t((n + kPiece - 1) / kPiece), [&](int64_t i, int) {
+    const size_t o = size_t(i) * kPiece;
+    std::memcpy(out + o, src + o, std::min(kPiece, n - o));
   });
 }
 

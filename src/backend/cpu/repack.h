@@ -149,4 +149,8 @@ int packed_offset(GgmlType type);
 // over the threads.
 void pack_weight(const WeightView& w, uint8_t* out);
 
+// Copies n bytes of GGUF rows as they are (a weight without a packed layout), spread over the
+// threads as pack_weight: each thread faults in its part of both mappings.
+void copy_weight(const uint8_t* src, size_t n, uint8_t* out);
+
 }  // namespace minfer::cpu
