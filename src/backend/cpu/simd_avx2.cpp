@@ -38,8 +38,8 @@ namespace minfer::cpu {
 DotTileFn dot_tile_avx2(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return f_tiles<LoadF32, 4, 2>;
-    case GgmlType::F16: return f_tiles<LoadF16, 4, 2>;
-    case GgmlType::BF16: return f_tiles<LoadBF16, 4, 2>;
+    case GgmlType::F16: return &half_tiles<LoadF16, 4, 2>;
+    case GgmlType::BF16: return &half_tiles<LoadBF16, 4, 2>;
     case GgmlType::Q8_0: return q8_tiles<DecQ8_0, 4, 2>;
     case GgmlType::Q4_0: return q8_tiles<DecQ4_0, 4, 2>;
     case GgmlType::Q5_0: return q8_tiles<DecQ5_0, 4, 2>;

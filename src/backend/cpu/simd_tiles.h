@@ -233,27 +233,44 @@ struct LoadBF16 {
   }
 };
 
-template <class L, int R, int T>
+// C sums per output (1 or 4), column 8 c of every 8 C into sum c (the rest of the vectors into
+// sum 0), added as (s0 + s1) + (s2 + s3): a one-token row in one chain waits on the FMA's
+// latency (see f_tiles).
+template <class L, int R, int T, int C = 1>
 inline void f_tile(const Tile& a, int64_t r0, int64_t t0) {
-  __m256 acc[R][T];
+  static_assert(C == 1 || C == 4);
+  __m256 acc[R][T][C];
   const uint8_t* wr[R];
   const uint8_t* xr[T];
   for (int r = 0; r < R; ++r) wr[r] = a.w + size_t(r0 + r) * a.ws;
   for (int t = 0; t < T; ++t) xr[t] = a.x + size_t(t0 + t) * a.xs;
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    for (int t = 0; t < T; ++t)
+      for (int c = 0; c < C; ++c) acc[r][t][c] = _mm256_setzero_ps();
   int64_t i = 0;
+  for (; i + 8 * C <= a.n; i += 8 * C)
+    for (int c = 0; c < C; ++c) {
+      __m256 xv[T];
+      for (int t = 0; t < T; ++t) xv[t] = L::v(xr[t], i + 8 * c);
+      for (int r = 0; r < R; ++r) {
+        const __m256 wv = L::v(wr[r], i + 8 * c);
+        for (int t = 0; t < T; ++t) acc[r][t][c] = _mm256_fmadd_ps(wv, xv[t], acc[r][t][c]);
+      }
+    }
   for (; i + 8 <= a.n; i += 8) {
     __m256 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = L::v(xr[t], i);
     for (int r = 0; r < R; ++r) {
       const __m256 wv = L::v(wr[r], i);
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+      for (int t = 0; t < T; ++t) acc[r][t][0] = _mm256_fmadd_ps(wv, xv[t], acc[r][t][0]);
     }
   }
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) {
-      float s = hsum(acc[r][t]);
+      __m256 v = acc[r][t][0];
+      if constexpr (C == 4)
+        v = _mm256_add_ps(_mm256_add_ps(acc[r][t][0], acc[r][t][1]), _mm256_add_ps(acc[r][t][2], acc[r][t][3]));
+      float s = hsum(v);
       for (int64_t j = i; j < a.n; ++j) s += L::s(wr[r], j) * L::s(xr[t], j);
       a.y[(t0 + t) * a.ldy + r0 + r] = s;
     }
@@ -1137,10 +1154,10 @@ struct Q81K {
   template <int R, int T>
   static void run(const Tile& a, int64_t r0, int64_t t0) { q81_tile<Dec, R, T>(a, r0, t0); }
 };
-template <class L>
+template <class L, int C = 1>
 struct FK {
   template <int R, int T>
-  static void run(const Tile& a, int64_t r0, int64_t t0) { f_tile<L, R, T>(a, r0, t0); }
+  static void run(const Tile& a, int64_t r0, int64_t t0) { f_tile<L, R, T, C>(a, r0, t0); }
 };
 // The K-quant tiles are one row wide.
 template <void (*F1)(const Tile&, int64_t, int64_t), void (*F2)(const Tile&, int64_t, int64_t),
@@ -1197,6 +1214,19 @@ constexpr DotTileFn q81_tiles = &row_stream_tiles<Q81K<Dec>, R, T>;
 
 template <class L, int R, int T>
 constexpr DotTileFn f_tiles = &row_stream_tiles<FK<L>, R, T>;
+
+// F16 and BF16: calls under kFloatPanelTokens tokens (decode) in 4 sums per output, 2 rows x 1
+// token tiles (8 sums in 16 registers), one token a row at a time; prompts in R x T tiles of one
+// sum (their T x R independent sums cover the latency). A one-token row equals the same row of a
+// call under kFloatPanelTokens tokens.
+template <class L, int R, int T>
+void half_tiles(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, size_t xs,
+                int64_t nt, float* y, int64_t ldy) {
+  if (nt < kFloatPanelTokens)
+    row_stream_tiles<FK<L, 4>, 2, 1>(t, n, w, ws, nr, x, xs, nt, y, ldy);
+  else
+    run_tiles<FK<L>, R, T>(t, n, w, ws, nr, x, xs, nt, y, ldy);
+}
 
 template <bool kHigh>
 constexpr DotTileFn q45k_tiles = &run_tiles<
