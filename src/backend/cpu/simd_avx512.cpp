@@ -1451,8 +1451,8 @@ void fpanel_gemm(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr,
 // values as one dword, by 16 x 16 dword transposes of 32 columns), and the call's activation pairs
 // into tiles of kBTile tokens (pair p of the tile's token t at 16 p + t: one pointer reaches every
 // token, where 16 row pointers spilled). A tile of T tokens is, per pair, one panel load and T
-// vdpbf16ps with the token's pair broadcast; 16 tokens keep enough independent sums in flight for
-// vdpbf16ps's latency (AMD Zen 5, one core, 3072 x 1024 x 128: 8 tokens 251 GOP/s, 16 with row
+// vdpbf16ps with the token's pair broadcast (two groups x 8 tokens where there are two groups:
+// bpanel_tile2); 16 tokens keep enough independent sums in flight for vdpbf16ps's latency (AMD Zen 5, one core, 3072 x 1024 x 128: 8 tokens 251 GOP/s, 16 with row
 // pointers 333, 16 re-laid 370). Sums in blocks of kFPanelBlock columns, as fpanel_tile. The
 // products of two BF16 values are exact in F32; the additions run in another order than the FMA
 // kernels' (a pair's two products first), and vdpbf16ps treats denormal inputs as zero.
@@ -1490,6 +1490,46 @@ __attribute__((target("avx512bf16"))) inline void bpanel_tile(const uint32_t* pa
   }
 #pragma GCC unroll 16
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, rows, tot[t]);
+}
+
+// Two groups x 8 tokens, where 16 tokens of one group loaded a panel vector and broadcast a
+// token pair per vdpbf16ps: each broadcast now feeds two, with as many sums in flight (16), and
+// the per-block totals wait in L1 (fpanel_tile2); bpanel_tile's order. AMD Zen 5 one core,
+// Gemm128_BF16 3072 x 1024 271-333 -> 321-358 GOP/s; qwen3-0.6b BF16 pp128 2 threads 412-503 ->
+// 530-557 t/s (alternating; one outlier at 326).
+template <int T>
+__attribute__((target("avx512bf16"))) inline void bpanel_tile2(const uint32_t* p0, const uint32_t* p1, int64_t np,
+                                                                const uint32_t* xt, __mmask16 rm0, __mmask16 rm1,
+                                                                float* y0, float* y1, int64_t ldy) {
+  alignas(64) float tot[2][T][16];
+  __m512 acc0[T], acc1[T];
+  constexpr int64_t kBlockPairs = kFPanelBlock / 2;
+  for (int64_t q0 = 0; q0 < np; q0 += kBlockPairs) {
+    const int64_t q1 = std::min(np, q0 + kBlockPairs);
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps();
+    for (int64_t p = q0; p < q1; ++p) {
+      const __m512bh w0 = (__m512bh)_mm512_load_si512(p0 + 16 * p), w1 = (__m512bh)_mm512_load_si512(p1 + 16 * p);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) {
+        const __m512bh xv = (__m512bh)_mm512_set1_epi32(int(xt[kBTile * p + t]));
+        acc0[t] = _mm512_dpbf16_ps(acc0[t], w0, xv);
+        acc1[t] = _mm512_dpbf16_ps(acc1[t], w1, xv);
+      }
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      const __m512 a0 = q0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(tot[0][t]);
+      const __m512 a1 = q0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(tot[1][t]);
+      _mm512_store_ps(tot[0][t], _mm512_add_ps(a0, acc0[t]));
+      _mm512_store_ps(tot[1][t], _mm512_add_ps(a1, acc1[t]));
+    }
+  }
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) {
+    _mm512_mask_storeu_ps(y0 + t * ldy, rm0, _mm512_load_ps(tot[0][t]));
+    _mm512_mask_storeu_ps(y1 + t * ldy, rm1, _mm512_load_ps(tot[1][t]));
+  }
 }
 
 // Short calls (decode): vdpbf16ps on the GGUF rows as they are, 32 columns an instruction and no
@@ -1566,13 +1606,25 @@ __attribute__((target("avx512bf16"))) void bpanel_gemm(GgmlType t, int64_t n, co
     for (int64_t p = 0; p < np; p += 16)
       dword_transpose16(x + size_t(g * kBTile) * xs + 4 * p, xs, tn, o + kBTile * p);
   }
-  uint32_t* pan = reinterpret_cast<uint32_t*>(scratch(1, size_t(np) * 64));
-  for (int64_t r0 = 0; r0 < nr; r0 += 16) {
+  uint32_t* pan = reinterpret_cast<uint32_t*>(scratch(1, size_t(np) * 64 * 2));
+  auto fill = [&](int64_t r0, uint32_t* pn) {
     const int rows = int(std::min<int64_t>(16, nr - r0));
-    for (int64_t k = 0; k < n; k += 32) dword_transpose16(w + size_t(r0) * ws + 2 * k, ws, rows, pan + 8 * k);
-    const __mmask16 rm = __mmask16((1u << rows) - 1);
-    // Tails stay inside their tile of 16 (t0 % 16 + T <= 16).
-    auto xt = [&](int64_t t0) { return xi + (t0 / kBTile) * np * kBTile + t0 % kBTile; };
+    for (int64_t k = 0; k < n; k += 32) dword_transpose16(w + size_t(r0) * ws + 2 * k, ws, rows, pn + 8 * k);
+    return __mmask16((1u << rows) - 1);
+  };
+  // Tails stay inside their tile of 16 (t0 % 16 + T <= 16).
+  auto xt = [&](int64_t t0) { return xi + (t0 / kBTile) * np * kBTile + t0 % kBTile; };
+  int64_t r0 = 0;
+  for (; r0 + 16 < nr; r0 += 32) {
+    uint32_t* pan1 = pan + 16 * np;
+    const __mmask16 rm0 = fill(r0, pan), rm1 = fill(r0 + 16, pan1);
+    int64_t t0 = 0;
+    for (; t0 + 8 <= nt; t0 += 8) bpanel_tile2<8>(pan, pan1, np, xt(t0), rm0, rm1, y + t0 * ldy + r0, y + t0 * ldy + r0 + 16, ldy);
+    for (; t0 + 4 <= nt; t0 += 4) bpanel_tile2<4>(pan, pan1, np, xt(t0), rm0, rm1, y + t0 * ldy + r0, y + t0 * ldy + r0 + 16, ldy);
+    for (; t0 < nt; ++t0) bpanel_tile2<1>(pan, pan1, np, xt(t0), rm0, rm1, y + t0 * ldy + r0, y + t0 * ldy + r0 + 16, ldy);
+  }
+  for (; r0 < nr; r0 += 16) {
+    const __mmask16 rm = fill(r0, pan);
     int64_t t0 = 0;
     for (; t0 + 16 <= nt; t0 += 16) bpanel_tile<16>(pan, np, xt(t0), rm, y + t0 * ldy + r0, ldy);
     for (; t0 + 8 <= nt; t0 += 8) bpanel_tile<8>(pan, np, xt(t0), rm, y + t0 * ldy + r0, ldy);
