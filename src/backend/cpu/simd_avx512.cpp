@@ -1357,6 +1357,29 @@ inline void fpanel_tile(const float* pan, int64_t n, const float* xf, int64_t t0
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, rows, tot[t]);
 }
 
+// The two-group tiles' running totals, in L1 (fpanel_tile2, bpanel_tile2): tot += acc after each
+// block of columns (the first: 0 + acc), then the rows of each token stored under the groups' masks.
+template <int T>
+inline void pair_totals(float (&tot)[2][T][16], const __m512 (&acc0)[T], const __m512 (&acc1)[T], bool first) {
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) {
+    const __m512 a0 = first ? _mm512_setzero_ps() : _mm512_load_ps(tot[0][t]);
+    const __m512 a1 = first ? _mm512_setzero_ps() : _mm512_load_ps(tot[1][t]);
+    _mm512_store_ps(tot[0][t], _mm512_add_ps(a0, acc0[t]));
+    _mm512_store_ps(tot[1][t], _mm512_add_ps(a1, acc1[t]));
+  }
+}
+
+template <int T>
+inline void pair_store(const float (&tot)[2][T][16], __mmask16 rm0, __mmask16 rm1, float* y0, float* y1,
+                       int64_t ldy) {
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) {
+    _mm512_mask_storeu_ps(y0 + t * ldy, rm0, _mm512_load_ps(tot[0][t]));
+    _mm512_mask_storeu_ps(y1 + t * ldy, rm1, _mm512_load_ps(tot[1][t]));
+  }
+}
+
 // Two groups (32 rows) x T tokens: each broadcast token value serves two FMAs (with one group,
 // 9 loads per 8 FMAs; AMD Zen 5 one core, Gemm128_F16 3072 x 1024 128-144 -> 149-161 GOP/s,
 // 1024 x 3072 125-128 -> 147-157). The per-block totals wait in L1 (tot) so that the 2 T sums
@@ -1380,19 +1403,9 @@ inline void fpanel_tile2(const float* p0, const float* p1, int64_t n, const floa
         acc1[t] = _mm512_fmadd_ps(w1, xv, acc1[t]);
       }
     }
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m512 a0 = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(tot[0][t]);
-      const __m512 a1 = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(tot[1][t]);
-      _mm512_store_ps(tot[0][t], _mm512_add_ps(a0, acc0[t]));
-      _mm512_store_ps(tot[1][t], _mm512_add_ps(a1, acc1[t]));
-    }
+    pair_totals<T>(tot, acc0, acc1, k0 == 0);
   }
-#pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) {
-    _mm512_mask_storeu_ps(y0 + (t0 + t) * ldy, rm0, _mm512_load_ps(tot[0][t]));
-    _mm512_mask_storeu_ps(y1 + (t0 + t) * ldy, rm1, _mm512_load_ps(tot[1][t]));
-  }
+  pair_store<T>(tot, rm0, rm1, y0 + t0 * ldy, y1 + t0 * ldy, ldy);
 }
 
 template <class L>
@@ -1517,19 +1530,9 @@ __attribute__((target("avx512bf16"))) inline void bpanel_tile2(const uint32_t* p
         acc1[t] = _mm512_dpbf16_ps(acc1[t], w1, xv);
       }
     }
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) {
-      const __m512 a0 = q0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(tot[0][t]);
-      const __m512 a1 = q0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(tot[1][t]);
-      _mm512_store_ps(tot[0][t], _mm512_add_ps(a0, acc0[t]));
-      _mm512_store_ps(tot[1][t], _mm512_add_ps(a1, acc1[t]));
-    }
+    pair_totals<T>(tot, acc0, acc1, q0 == 0);
   }
-#pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) {
-    _mm512_mask_storeu_ps(y0 + t * ldy, rm0, _mm512_load_ps(tot[0][t]));
-    _mm512_mask_storeu_ps(y1 + t * ldy, rm1, _mm512_load_ps(tot[1][t]));
-  }
+  pair_store<T>(tot, rm0, rm1, y0, y1, ldy);
 }
 
 // Short calls (decode): vdpbf16ps on the GGUF rows as they are, 32 columns an instruction and no
