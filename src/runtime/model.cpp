@@ -53,12 +53,11 @@ ModelWeights::ModelWeights(const models::TensorTable& t, bool repack, bool verbo
   if (jobs.empty()) return;
   // Staged, the weights live in anonymous memory: more than the machine has would end in the
   // OOM killer or swap, where the mapping can still be paged from the file.
-  const double mem = memory_bytes;
-  if (mem > 0 && double(total) > 0.8 * mem) {
+  if (memory_bytes > 0 && double(total) > 0.8 * memory_bytes) {
     std::fprintf(stderr,
                  "minfer: the weights' load-time copy (%.1f GiB) would not fit in the %.1f GiB of "
                  "memory: reading them from the file mapping instead (slower)\n",
-                 double(total) / 1073741824.0, mem / 1073741824.0);
+                 double(total) / 1073741824.0, memory_bytes / 1073741824.0);
     return;
   }
   staged_ = cpu::aligned_buffer(total, "the model's weights");

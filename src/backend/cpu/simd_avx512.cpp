@@ -1282,7 +1282,7 @@ struct Load512BF16 {
 template <class L, int R, int T, int C>
 inline void f512_tile(const Tile& a, int64_t r0, int64_t t0) {
   static_assert((C == 1 && R * T <= 16) || (C == 4 && R * T <= 4));
-  __m512 acc[R][T][4];
+  __m512 acc[R][T][C];
   const uint8_t* wr[R];
   const uint8_t* xr[T];
   for (int r = 0; r < R; ++r) wr[r] = a.w + size_t(r0 + r) * a.ws;
@@ -1311,10 +1311,12 @@ inline void f512_tile(const Tile& a, int64_t r0, int64_t t0) {
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t)
-      a.y[(t0 + t) * a.ldy + r0 + r] = _mm512_reduce_add_ps(
-          C == 1 ? acc[r][t][0]
-                 : _mm512_add_ps(_mm512_add_ps(acc[r][t][0], acc[r][t][1]), _mm512_add_ps(acc[r][t][2], acc[r][t][3])));
+    for (int t = 0; t < T; ++t) {
+      __m512 v = acc[r][t][0];
+      if constexpr (C == 4)
+        v = _mm512_add_ps(_mm512_add_ps(acc[r][t][0], acc[r][t][1]), _mm512_add_ps(acc[r][t][2], acc[r][t][3]));
+      a.y[(t0 + t) * a.ldy + r0 + r] = _mm512_reduce_add_ps(v);
+    }
 }
 
 template <class L, int C>
@@ -1328,10 +1330,10 @@ struct F512K {
 // and reduces 16 lanes per output at the end. Here a call's activations are widened to F32 once,
 // each 16-row group's weights once into a panel (column k: the 16 rows' values, by 16 x 16
 // transposes), and a tile of T tokens is, per column, one panel load and T FMAs with the token's
-// value broadcast from memory (two groups a tile where there are two: fpanel_tile2). The sums run in blocks of kFPanelBlock columns, then added: as
-// short as the lanes' partial sums were (the float order differs from the tile's). Widening the
-// activations costs a call 1 / 16 of its FMAs per row: matmul gives these prompts items of many
-// rows (kernels_matmul.cpp).
+// value broadcast from memory (two groups a tile where there are two: fpanel_tile2). The sums run
+// in blocks of kFPanelBlock columns, then added: as short as the lanes' partial sums were (the
+// float order differs from the tile's). Widening the activations costs a call 1 / 16 of its FMAs
+// per row: matmul gives these prompts items of many rows (kernels_matmul.cpp).
 constexpr int64_t kFPanelBlock = 256;
 
 template <int T>
@@ -1425,8 +1427,8 @@ void fpanel_gemm(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr,
     if (tail) _mm512_mask_storeu_ps(o + nf, tail, L::m(xr, nf, tail));
   }
   const size_t pstride = size_t(nf + 16) * 16;  // floats a panel
-  float* pan2 = reinterpret_cast<float*>(scratch(1, pstride * 2 * 4));
-  auto fill = [&](int64_t r0, float* pan) {
+  float* pan = reinterpret_cast<float*>(scratch(1, pstride * 2 * 4));  // (two: fpanel_tile2)
+  auto fill = [&](int64_t r0, float* pn) {
     const int rows = int(std::min<int64_t>(16, nr - r0));
     for (int64_t k = 0; k < n; k += 16) {
       const __mmask16 cols = k < nf ? __mmask16(0xFFFF) : tail;
@@ -1434,19 +1436,19 @@ void fpanel_gemm(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr,
       for (int r = 0; r < 16; ++r)
         v[r] = r < rows ? L::m(w + size_t(r0 + r) * ws, k, cols) : _mm512_setzero_ps();
       transpose16(v);
-      for (int c = 0; c < 16; ++c) _mm512_store_ps(pan + 16 * (k + c), v[c]);
+      for (int c = 0; c < 16; ++c) _mm512_store_ps(pn + 16 * (k + c), v[c]);
     }
     return __mmask16((1u << rows) - 1);
   };
   int64_t r0 = 0;
   for (; r0 + 16 < nr; r0 += 32) {
-    const __mmask16 rm0 = fill(r0, pan2), rm1 = fill(r0 + 16, pan2 + pstride);
+    const float* pan1 = pan + pstride;
+    const __mmask16 rm0 = fill(r0, pan), rm1 = fill(r0 + 16, pan + pstride);
     int64_t t0 = 0;
-    for (; t0 + 8 <= nt; t0 += 8) fpanel_tile2<8>(pan2, pan2 + pstride, n, xf, t0, rm0, rm1, y + r0, y + r0 + 16, ldy);
-    for (; t0 + 4 <= nt; t0 += 4) fpanel_tile2<4>(pan2, pan2 + pstride, n, xf, t0, rm0, rm1, y + r0, y + r0 + 16, ldy);
-    for (; t0 < nt; ++t0) fpanel_tile2<1>(pan2, pan2 + pstride, n, xf, t0, rm0, rm1, y + r0, y + r0 + 16, ldy);
+    for (; t0 + 8 <= nt; t0 += 8) fpanel_tile2<8>(pan, pan1, n, xf, t0, rm0, rm1, y + r0, y + r0 + 16, ldy);
+    for (; t0 + 4 <= nt; t0 += 4) fpanel_tile2<4>(pan, pan1, n, xf, t0, rm0, rm1, y + r0, y + r0 + 16, ldy);
+    for (; t0 < nt; ++t0) fpanel_tile2<1>(pan, pan1, n, xf, t0, rm0, rm1, y + r0, y + r0 + 16, ldy);
   }
-  float* pan = pan2;
   for (; r0 < nr; r0 += 16) {
     const __mmask16 rm = fill(r0, pan);
     int64_t t0 = 0;
@@ -1465,8 +1467,9 @@ void fpanel_gemm(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr,
 // into tiles of kBTile tokens (pair p of the tile's token t at 16 p + t: one pointer reaches every
 // token, where 16 row pointers spilled). A tile of T tokens is, per pair, one panel load and T
 // vdpbf16ps with the token's pair broadcast (two groups x 8 tokens where there are two groups:
-// bpanel_tile2); 16 tokens keep enough independent sums in flight for vdpbf16ps's latency (AMD Zen 5, one core, 3072 x 1024 x 128: 8 tokens 251 GOP/s, 16 with row
-// pointers 333, 16 re-laid 370). Sums in blocks of kFPanelBlock columns, as fpanel_tile. The
+// bpanel_tile2); 16 tokens keep enough independent sums in flight for vdpbf16ps's latency (AMD
+// Zen 5, one core, 3072 x 1024 x 128: 8 tokens 251 GOP/s, 16 with row pointers 333, 16 re-laid
+// 370). Sums in blocks of kFPanelBlock columns, as fpanel_tile. The
 // products of two BF16 values are exact in F32; the additions run in another order than the FMA
 // kernels' (a pair's two products first), and vdpbf16ps treats denormal inputs as zero.
 constexpr int64_t kBTile = 16;
@@ -1609,7 +1612,8 @@ __attribute__((target("avx512bf16"))) void bpanel_gemm(GgmlType t, int64_t n, co
     for (int64_t p = 0; p < np; p += 16)
       dword_transpose16(x + size_t(g * kBTile) * xs + 4 * p, xs, tn, o + kBTile * p);
   }
-  uint32_t* pan = reinterpret_cast<uint32_t*>(scratch(1, size_t(np) * 64 * 2));
+  uint32_t* pan = reinterpret_cast<uint32_t*>(scratch(1, size_t(np) * 64 * 2));  // (two: bpanel_tile2)
+  uint32_t* pan1 = pan + 16 * np;
   auto fill = [&](int64_t r0, uint32_t* pn) {
     const int rows = int(std::min<int64_t>(16, nr - r0));
     for (int64_t k = 0; k < n; k += 32) dword_transpose16(w + size_t(r0) * ws + 2 * k, ws, rows, pn + 8 * k);
@@ -1619,7 +1623,6 @@ __attribute__((target("avx512bf16"))) void bpanel_gemm(GgmlType t, int64_t n, co
   auto xt = [&](int64_t t0) { return xi + (t0 / kBTile) * np * kBTile + t0 % kBTile; };
   int64_t r0 = 0;
   for (; r0 + 16 < nr; r0 += 32) {
-    uint32_t* pan1 = pan + 16 * np;
     const __mmask16 rm0 = fill(r0, pan), rm1 = fill(r0 + 16, pan1);
     int64_t t0 = 0;
     for (; t0 + 8 <= nt; t0 += 8) bpanel_tile2<8>(pan, pan1, np, xt(t0), rm0, rm1, y + t0 * ldy + r0, y + t0 * ldy + r0 + 16, ldy);
