@@ -229,14 +229,15 @@ TEST_P(PackedTest, KQuantScalarKernelMatchesTheDequantizedDot) {
 
 // AVX2, VNNI and AMX run the same integer sums and the same float steps: bit-identical results,
 // for token counts around the 16-token AMX tiles and the 8/4/1 VNNI (4/1 AVX2) tiles, with and
-// without the widened activations (AVX2's int16 Q8_0 prompt kernel), on rows of 5 and of 21
-// blocks (the int16 kernel's panels hold 16 blocks: one panel, and two with the float sums
-// continued across them).
+// without the widened activations (AVX2's int16 Q8_0 prompt kernel), on rows of 1, 2, 5, 7 and
+// 21 blocks (the int16 kernel's panels hold 16 blocks: one panel, and two with the float sums
+// continued across them; the AMX tile steps blocks in fours and scales each two blocks later:
+// every remainder, and rows shorter than that lag).
 TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
   const GgmlType t = GetParam();
   std::mt19937 rng(11);
   int tested = 0, wide = 0;
-  for (int64_t cols : packed_kquant(t) ? std::vector<int64_t>{768} : std::vector<int64_t>{160, 672}) {
+  for (int64_t cols : packed_kquant(t) ? std::vector<int64_t>{768} : std::vector<int64_t>{32, 64, 160, 224, 672}) {
     const int64_t rows = 48, nb = cols / packed_block_cols(t);
     Packed k = make_packed(t, rows, cols, rng);
     for (Isa isa : supported_isas()) {

@@ -3,8 +3,8 @@
 // high nibbles; Q5_0: the same plus the fifth bits added under a byte mask; IQ4_NL: Q4_0's
 // nibbles looked up in its table); per token, 8 vpdpbusd with 4 activation bytes broadcast, starting from the
 // offset correction, then one convert and one FMA for 16 outputs. AMX computes the same
-// 16 tokens x 16 rows x 32 integer sums with one tile product (TDPBSUD: signed activations x
-// unsigned weights), stored and then scaled exactly as above.
+// 16 tokens x 16 rows x 32 integer sums with one tile product (TDPBSSD, on the quants converted
+// to signed bytes once per call), stored and then scaled exactly as above.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -308,12 +308,15 @@ void gemm_vnni(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const 
 }
 
 // ---- AMX ------------------------------------------------------------------------------------
-// Per 16-row group pair and 32-token pair of tiles, per block: 2 activation tiles (16 tokens x
-// 32 bytes), 2 weight tiles (8 rows of 16 x 4 signed bytes), 4 products (TDPBSSD) into 4
-// int32 tiles, stored and scaled into float accumulators in L1. The epilogue of block b - 1 runs
-// after the products of block b are issued, so the AMX unit and the vector units overlap.
+// Per 16-row group and 16-token tile, per block: one activation tile (16 tokens x 32 bytes), one
+// weight tile (8 rows of 16 x 4 signed bytes), one product (TDPBSSD) into an int32 tile, stored
+// and scaled into 16 float accumulators held in registers. Successive blocks rotate through
+// four int32 tiles and two tiles of each operand, and block b's epilogue runs after block b + 2's
+// product is issued, so no tile waits on the stores or loads of the block before it. (The tile
+// unit and the 512-bit vector ops do not run at the same time on Sapphire Rapids: what is saved
+// is the epilogue's float accumulators kept in L1, 2 loads and a store a row, and the waits.)
 
-// Tiles 0-3: int32 sums (token tile i, group j) at 2 i + j; 4, 5: activations; 6, 7: weights.
+// Tiles 0-3: int32 sums of block b at b % 4; 4, 5: activations, 6, 7: weights, at b % 2.
 constexpr AmxTileConfig kTileConfig = {
     1, 0, {}, {64, 64, 64, 64, 32, 32, 64, 64}, {16, 16, 16, 16, 16, 16, 8, 8}};
 
@@ -329,68 +332,51 @@ inline void signed_panel(const uint8_t* grp, int64_t nb, uint8_t* out) {
   }
 }
 
-// acc[16 i + m][16 j ..] += float(sums of tile (i, j), row m) * (d_w[j] * d_x[token 16 i + m]),
-// d_w[j] from block b's scales in group grp[j] (qb quant bytes a block).
-template <int NT, int NG>
-inline void amx_epilogue(const int32_t* sums, const uint8_t* const* grp, size_t qb, int64_t b,
-                         const float* xd, int64_t nb, float* acc) {
-  __m512 dw[NG];
-  for (int j = 0; j < NG; ++j)
-    dw[j] = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(grp[j] + packed_scales_at(qb, b))));
-  for (int i = 0; i < NT; ++i)
+// One 16-token tile (activation blocks xa, scales xd: 16 a block) x one group (signed quants
+// at panel, scales at grp, qb quant bytes a block) into y. (The steps are lambdas over a local
+// array, fully unrolled, so that the accumulators stay in registers.)
+__attribute__((target("amx-tile,amx-int8"))) void amx_tile(const uint8_t* panel, const uint8_t* grp,
+                                                           size_t qb, int64_t nb, const uint8_t* xa,
+                                                           const float* xd, int32_t* sums, float* y,
+                                                           int64_t ldy) {
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int m = 0; m < 16; ++m) acc[m] = _mm512_setzero_ps();
+  // acc[m] += float(sums of block b, token m) * (d_w * d_x[m]).
+  const auto epilogue = [&](int64_t b) __attribute__((always_inline)) {
+    const int32_t* s = sums + 256 * (b & 3);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(grp + packed_scales_at(qb, b))));
+#pragma GCC unroll 16
     for (int m = 0; m < 16; ++m) {
-      const __m512 dx = _mm512_set1_ps(xd[act_index(16 * i, b, nb, kActTile) + m]);  // (from 16 tokens)
-      for (int j = 0; j < NG; ++j) {
-        float* a = acc + (16 * i + m) * 32 + 16 * j;
-        const __m512 p = _mm512_cvtepi32_ps(_mm512_load_si512(sums + 256 * (2 * i + j) + 16 * m));
-        _mm512_store_ps(a, _mm512_fmadd_ps(p, _mm512_mul_ps(dw[j], dx), _mm512_load_ps(a)));
-      }
+      const __m512 p = _mm512_cvtepi32_ps(_mm512_load_si512(s + 16 * m));
+      acc[m] = _mm512_fmadd_ps(p, _mm512_mul_ps(dw, _mm512_set1_ps(xd[16 * b + m])), acc[m]);
     }
-}
-
-// NT token tiles (from t0) x NG groups grp (qb quant bytes a block) whose signed quants are at
-// panel (nb * 512 bytes each).
-template <int NT, int NG>
-__attribute__((target("amx-tile,amx-int8"))) inline void amx_block(
-    const uint8_t* panel, const uint8_t* const* grp, size_t qb, int64_t nb, const PackedAct& x,
-    int64_t t0, float* y, int64_t ldy, int32_t* sums, float* acc) {
-  for (int r = 0; r < 16 * NT; ++r)
-    for (int j = 0; j < NG; ++j) _mm512_store_ps(acc + 32 * r + 16 * j, _mm512_setzero_ps());
-  const size_t a0 = act_index(t0, 0, nb, kActTile);  // AMX runs from 16 tokens: tiles of 16
-  const uint8_t* xa = x.tq + 32 * a0;  // block b of token tile i at xa + 512 (nb i + b)
-  const float* xd = x.d + a0;
-  for (int64_t b = 0; b < nb; ++b) {
-    _tile_loadd(4, xa + 512 * b, 32);
-    if constexpr (NT == 2) _tile_loadd(5, xa + 512 * (nb + b), 32);
-    _tile_loadd(6, panel + 512 * b, 64);
-    if constexpr (NG == 2) _tile_loadd(7, panel + 512 * (nb + b), 64);
-    _tile_zero(0);
-    _tile_dpbssd(0, 4, 6);
-    if constexpr (NG == 2) {
-      _tile_zero(1);
-      _tile_dpbssd(1, 4, 7);
-    }
-    if constexpr (NT == 2) {
-      _tile_zero(2);
-      _tile_dpbssd(2, 5, 6);
-      if constexpr (NG == 2) {
-        _tile_zero(3);
-        _tile_dpbssd(3, 5, 7);
-      }
-    }
-    int32_t* sb = sums + 1024 * (b & 1);
-    _tile_stored(0, sb, 64);
-    if constexpr (NG == 2) _tile_stored(1, sb + 256, 64);
-    if constexpr (NT == 2) {
-      _tile_stored(2, sb + 512, 64);
-      if constexpr (NG == 2) _tile_stored(3, sb + 768, 64);
-    }
-    if (b > 0) amx_epilogue<NT, NG>(sums + 1024 * ((b - 1) & 1), grp, qb, b - 1, xd, nb, acc);
+  };
+  // Block b (b % 4 == C): its product into tile C, stored; then block b - 2's epilogue. (GCC's
+  // tile intrinsics take their tile numbers as literals.)
+#define MINFER_AMX_STEP(C, A, B, b)          \
+  {                                          \
+    _tile_loadd(A, xa + 512 * (b), 32);      \
+    _tile_loadd(B, panel + 512 * (b), 64);   \
+    _tile_zero(C);                           \
+    _tile_dpbssd(C, A, B);                   \
+    _tile_stored(C, sums + 256 * C, 64);     \
+    if ((b) >= 2) epilogue((b) - 2);         \
   }
-  amx_epilogue<NT, NG>(sums + 1024 * ((nb - 1) & 1), grp, qb, nb - 1, xd, nb, acc);
-  for (int r = 0; r < 16 * NT; ++r)
-    for (int j = 0; j < NG; ++j)
-      _mm512_storeu_ps(y + (t0 + r) * ldy + 16 * j, _mm512_load_ps(acc + 32 * r + 16 * j));
+  int64_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    MINFER_AMX_STEP(0, 4, 6, b);
+    MINFER_AMX_STEP(1, 5, 7, b + 1);
+    MINFER_AMX_STEP(2, 4, 6, b + 2);
+    MINFER_AMX_STEP(3, 5, 7, b + 3);
+  }
+  if (b < nb) MINFER_AMX_STEP(0, 4, 6, b);
+  if (b + 1 < nb) MINFER_AMX_STEP(1, 5, 7, b + 1);
+  if (b + 2 < nb) MINFER_AMX_STEP(2, 4, 6, b + 2);
+#undef MINFER_AMX_STEP
+  for (int64_t e = std::max<int64_t>(nb - 2, 0); e < nb; ++e) epilogue(e);
+#pragma GCC unroll 16
+  for (int m = 0; m < 16; ++m) _mm512_storeu_ps(y + m * ldy, acc[m]);
 }
 
 template <class P>
@@ -403,25 +389,19 @@ __attribute__((target("amx-tile,amx-int8"))) void gemm_amx(GgmlType type, const 
     return;
   }
   _tile_loadconfig(&kTileConfig);
-  alignas(64) int32_t sums[2048];
-  alignas(64) float acc[32 * 32];
+  alignas(64) int32_t sums[1024];
   const size_t gb = packed_group_bytes(P::kType, nb * 32);
-  uint8_t* panel = thread_scratch(ScratchSlot::PackedPanel, size_t(nb) * 1024);
-  for (int64_t g = 0; g < n_groups; g += 2) {
-    const bool two = g + 1 < n_groups;
-    const uint8_t* grp[2] = {wp + size_t(g) * gb, wp + size_t(g + 1) * gb};
-    signed_panel<P>(grp[0], nb, panel);
-    if (two) signed_panel<P>(grp[1], nb, panel + 512 * nb);
+  uint8_t* panel = thread_scratch(ScratchSlot::PackedPanel, size_t(nb) * 512);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const uint8_t* grp = wp + size_t(g) * gb;
+    signed_panel<P>(grp, nb, panel);
     float* yg = y + 16 * g;
     int64_t t0 = 0;
-    for (; t0 + 32 <= nt; t0 += 32)
-      two ? amx_block<2, 2>(panel, grp, P::kBytes, nb, x, t0, yg, ldy, sums, acc)
-          : amx_block<2, 1>(panel, grp, P::kBytes, nb, x, t0, yg, ldy, sums, acc);
-    for (; t0 + 16 <= nt; t0 += 16)
-      two ? amx_block<1, 2>(panel, grp, P::kBytes, nb, x, t0, yg, ldy, sums, acc)
-          : amx_block<1, 1>(panel, grp, P::kBytes, nb, x, t0, yg, ldy, sums, acc);
-    vnni_group<P>(grp[0], nullptr, nb, x, t0, nt, yg, ldy);
-    if (two) vnni_group<P>(grp[1], nullptr, nb, x, t0, nt, yg + 16, ldy);
+    for (; t0 + 16 <= nt; t0 += 16) {
+      const size_t a0 = act_index(t0, 0, nb, kActTile);  // block b of the tile at a0 + 16 b
+      amx_tile(panel, grp, P::kBytes, nb, x.tq + 32 * a0, x.d + a0, sums, yg + t0 * ldy, ldy);
+    }
+    vnni_group<P>(grp, nullptr, nb, x, t0, nt, yg, ldy);
   }
   _tile_release();
 }
