@@ -555,90 +555,142 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, rows, _mm512_load_ps(accm + 16 * t));
 }
 
-// ---- K-quant prefill on AMX tiles ------------------------------------------------------------
-// The same panels: a sub-block's 16 rows of quants are a B tile (kK / 4 rows of 16 x 4 bytes),
-// 16 tokens' Q8_K quants of that sub-block an A tile read in place. TDPBSUD (signed
-// activations, unsigned quants) gives the 16 x 16 integer dots of one sub-block; they are
-// multiplied by the rows' sub-block scales into int32 sums per super-block in registers, and
-// from there the float steps are kq_tile's, lane for lane: results are bit-identical.
+// ---- K-quant prefill on AMX tiles (Q4_K, Q5_K) -------------------------------------------------
+// The sub-block scales go into the weights, so that a super-block's 256 columns are one integer
+// sum per tile: a row's 6-bit scale splits as sc = 8 hi + lo (hi, lo <= 7), and its quants times
+// each part are at most 31 x 7 = 217, unsigned bytes. Per super-block and 16 tokens x 16 rows,
+// TDPBSUD (signed activations, unsigned weights) runs 64 columns at a time into two int32 tiles,
+// sum_j lo_j P_j and sum_j hi_j P_j, and 8 x the second plus the first is kq_tile's exact
+// sum_j sc_j P_j; from there the float steps are kq_tile's, lane for lane (the mins by
+// vpdpwssd on the same int16 pairs): results are bit-identical to the scalar kernels. (A
+// sub-block at a time, its sums stored and multiplied by the scales with vpmulld in the vector
+// units, ran half the speed: on Sapphire Rapids the tile unit and the 512-bit vector ops do not
+// overlap, so every vector op per sub-block counts in full.)
 
-// Tiles 0, 1: sums; 2, 3: activations (16 tokens x kK bytes); 4, 5: quants (kK / 4 rows).
-constexpr AmxTileConfig kKqTiles32 = {1, 0, {}, {64, 64, 32, 32, 64, 64}, {16, 16, 16, 16, 8, 8}};
-constexpr AmxTileConfig kKqTiles16 = {1, 0, {}, {64, 64, 16, 16, 64, 64}, {16, 16, 16, 16, 4, 4}};
+// Tiles 0, 1: the lo and hi sums; 2, 5: activations (16 tokens x 64 bytes); 3, 4 and 6, 7: the
+// lo and hi weights (16 rows of 16 x 4 bytes), alternating by 64-column step.
+constexpr AmxTileConfig kKqTiles = {
+    1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
 
-template <class K>
-__attribute__((target("amx-tile,amx-int8"))) void kq_amx_begin() {
-  _tile_loadconfig(std::is_same_v<K, Q6KPanel> ? &kKqTiles16 : &kKqTiles32);
-}
+__attribute__((target("amx-tile,amx-int8"))) void kq_amx_begin() { _tile_loadconfig(&kKqTiles); }
 __attribute__((target("amx-tile,amx-int8"))) void kq_amx_end() { _tile_release(); }
 
-// isum[m] += (sums row m [- 32 * bsum of token m's sub-block]) * the rows' scales of sub-block j.
-template <bool kQ6>
-inline void kq_amx_scale(const int32_t* sums, const int32_t* par, int j, const Q8KSums* prep,
-                         int64_t nsb, __m512i* isum) {
-  const __m512i scv = _mm512_load_si512(par + 16 * j);
-  for (int m = 0; m < 16; ++m) {
-    __m512i v = _mm512_load_si512(sums + 16 * m);
-    if constexpr (kQ6) v = _mm512_add_epi32(v, _mm512_set1_epi32(prep[m * nsb].q6c[j]));
-    isum[m] = _mm512_add_epi32(isum[m], _mm512_mullo_epi32(v, scv));
+constexpr size_t kKqScaledBytes = 2 * kQuantBytes;  // per super-block: q x lo, then q x hi
+
+// A panel's quants times the two parts of their rows' scales (above), per super-block. A 16-bit
+// multiply scales both bytes of a word at once: each product fits its byte.
+template <class K>
+void kq_amx_scaled(const uint8_t* panel, int64_t nsb, uint8_t* out) {
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* pb = panel + b * K::kBlock;
+    const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
+    uint8_t* ob = out + size_t(b) * kKqScaledBytes;
+    for (int j = 0; j < 8; ++j) {
+      const __m512i sc = _mm512_load_si512(par + 16 * j);
+      const __m512i lo = _mm512_and_si512(sc, _mm512_set1_epi32(7));
+      const __m512i hi = _mm512_srli_epi32(sc, 3);
+      const __m512i lo2 = _mm512_or_si512(lo, _mm512_slli_epi32(lo, 16));
+      const __m512i hi2 = _mm512_or_si512(hi, _mm512_slli_epi32(hi, 16));
+      for (int k = 0; k < 8; ++k) {
+        const __m512i q = _mm512_load_si512(pb + 512 * j + 64 * k);
+        _mm512_store_si512(ob + 512 * j + 64 * k, _mm512_mullo_epi16(q, lo2));
+        _mm512_store_si512(ob + kQuantBytes + 512 * j + 64 * k, _mm512_mullo_epi16(q, hi2));
+      }
+    }
   }
 }
 
-// 16 tokens from t0 x one panel (kq_amx_begin<K> must have configured the tiles).
-template <class K>
+// 16 x NT tokens from t0 x one panel (its scaled weights at scaled; kq_amx_begin must have
+// configured the tiles). A tile product takes several times its issue interval to finish, so a
+// super-block's products run as four independent chains of sums: with NT = 2, tiles 0-3 hold
+// the lo and hi sums of each token tile (activation tiles 4, 5; weight tiles 6, 7 shared by
+// both token tiles); with NT = 1, the lo and hi sums of the even and odd 64-column steps, added
+// in the epilogue.
+template <class K, int NT>
 __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
-    const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t xs, const Q8KSums* prep,
-    int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
-  constexpr bool kQ6 = std::is_same_v<K, Q6KPanel>;
-  constexpr int kSub = kQ6 ? 16 : 8, kK = kQ6 ? 16 : 32;
-  alignas(64) int32_t sums[512];
-  alignas(64) float acc[256];
-  for (int m = 0; m < 16; ++m) _mm512_store_ps(acc + 16 * m, _mm512_setzero_ps());
+    const uint8_t* panel, const uint8_t* scaled, int64_t nsb, const uint8_t* x, size_t xs,
+    const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
+  alignas(64) int32_t sums[1024];
+  alignas(64) float acc[256 * NT];
+  for (int m = 0; m < 16 * NT; ++m) _mm512_store_ps(acc + 16 * m, _mm512_setzero_ps());
   const long xsl = long(xs);
   const Q8KSums* pt = prep + t0 * nsb;
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* pb = panel + b * K::kBlock;
     const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
     const uint8_t* xa = x + size_t(t0) * xs + b * kQ8KBytes + 4;
-    __m512i isum[16];
-    for (int m = 0; m < 16; ++m) isum[m] = _mm512_setzero_si512();
-    for (int j = 0; j < kSub; j += 2) {
-      _tile_loadd(2, xa + kK * j, xsl);
-      _tile_loadd(4, pb + 16 * kK * j, 64);
-      _tile_zero(0);
-      _tile_dpbsud(0, 2, 4);
-      _tile_loadd(3, xa + kK * (j + 1), xsl);
-      _tile_loadd(5, pb + 16 * kK * (j + 1), 64);
-      _tile_zero(1);
-      _tile_dpbsud(1, 3, 5);
+    const uint8_t* lo = scaled + size_t(b) * kKqScaledBytes;
+    const uint8_t* hi = lo + kQuantBytes;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    if constexpr (NT == 2) {
+      const uint8_t* xa1 = xa + 16 * xs;
+      for (int c = 0; c < 256; c += 64) {  // (a 64-column weight tile: 16 rows of 64 bytes)
+        _tile_loadd(4, xa + c, xsl);
+        _tile_loadd(5, xa1 + c, xsl);
+        _tile_loadd(6, lo + 16 * c, 64);
+        _tile_loadd(7, hi + 16 * c, 64);
+        _tile_dpbsud(0, 4, 6);
+        _tile_dpbsud(1, 4, 7);
+        _tile_dpbsud(2, 5, 6);
+        _tile_dpbsud(3, 5, 7);
+      }
       _tile_stored(0, sums, 64);
       _tile_stored(1, sums + 256, 64);
-      kq_amx_scale<kQ6>(sums, par, j, pt + b, nsb, isum);
-      kq_amx_scale<kQ6>(sums + 256, par, j + 1, pt + b, nsb, isum);
+      _tile_stored(2, sums + 512, 64);
+      _tile_stored(3, sums + 768, 64);
+    } else {
+      for (int c = 0; c < 256; c += 128) {
+        _tile_loadd(4, xa + c, xsl);
+        _tile_loadd(6, lo + 16 * c, 64);
+        _tile_loadd(7, hi + 16 * c, 64);
+        _tile_dpbsud(0, 4, 6);
+        _tile_dpbsud(1, 4, 7);
+        _tile_loadd(5, xa + c + 64, xsl);
+        _tile_loadd(6, lo + 16 * c + 1024, 64);
+        _tile_loadd(7, hi + 16 * c + 1024, 64);
+        _tile_dpbsud(2, 5, 6);
+        _tile_dpbsud(3, 5, 7);
+      }
+      _tile_stored(0, sums, 64);
+      _tile_stored(1, sums + 256, 64);
+      _tile_stored(2, sums + 512, 64);
+      _tile_stored(3, sums + 768, 64);
     }
     const __m512 dv = _mm512_load_ps(pb + kQuantBytes + 16 * 64);
-    // The mins term sum_j min_j * (bsum pair j) in float: every partial sum is an integer below
-    // 2^22 (6-bit mins x 32 int8 activations x 8), so it is exact and equals kq_tile's int32.
-    __m512 mnf[8];
-    if constexpr (!kQ6)
-      for (int j = 0; j < 8; ++j) {
-        const __m512i m2 = _mm512_load_si512(par + 16 * (8 + j / 2));  // int16 pairs (kp_panel, pack_kq)
-        mnf[j] = _mm512_cvtepi32_ps(j % 2 ? _mm512_srli_epi32(m2, 16) : _mm512_and_si512(m2, _mm512_set1_epi32(0xFFFF)));
-      }
-    for (int m = 0; m < 16; ++m) {
+    const __m512 dmv = _mm512_load_ps(pb + kQuantBytes + 17 * 64);
+    for (int m = 0; m < 16 * NT; ++m) {
       const Q8KSums& pr = pt[m * nsb + b];
-      const __m512 xd = _mm512_set1_ps(pr.d);
-      __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum[m]));
-      if constexpr (!kQ6) {
-        __m512 summs = _mm512_setzero_ps();
-        for (int j = 0; j < 8; ++j) summs = _mm512_fmadd_ps(mnf[j], _mm512_set1_ps(pr.pairf[j]), summs);
-        const __m512 dmv = _mm512_load_ps(pb + kQuantBytes + 17 * 64);
-        term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), summs));
+      // 8 x hi + lo (NT = 1: each the sum of the even and odd steps' tiles)
+      const int32_t* sl = sums + 512 * (m / 16) + 16 * (m % 16);
+      __m512i slo = _mm512_load_si512(sl), shi = _mm512_load_si512(sl + 256);
+      if constexpr (NT == 1) {
+        slo = _mm512_add_epi32(slo, _mm512_load_si512(sl + 512));
+        shi = _mm512_add_epi32(shi, _mm512_load_si512(sl + 768));
       }
+      const __m512i isum = _mm512_add_epi32(slo, _mm512_slli_epi32(shi, 3));
+      const __m512 xd = _mm512_set1_ps(pr.d);
+      __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum));
+      __m512i summs = _mm512_setzero_si512();
+      for (int q = 0; q < 4; ++q)
+        summs = _mm512_dpwssd_epi32(summs, _mm512_load_si512(par + 16 * (8 + q)), _mm512_set1_epi32(pr.pair16[q]));
+      term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), _mm512_cvtepi32_ps(summs)));
       _mm512_store_ps(acc + 16 * m, _mm512_add_ps(_mm512_load_ps(acc + 16 * m), term));
     }
   }
-  for (int m = 0; m < 16; ++m) _mm512_mask_storeu_ps(y + (t0 + m) * ldy, rows, _mm512_load_ps(acc + 16 * m));
+  for (int m = 0; m < 16 * NT; ++m) _mm512_mask_storeu_ps(y + (t0 + m) * ldy, rows, _mm512_load_ps(acc + 16 * m));
+}
+
+// Tokens from 0 in tiles of 32, then 16; returns the first token left (for the VNNI tiles).
+template <class K>
+int64_t kq_amx_tiles(const uint8_t* panel, const uint8_t* scaled, int64_t nsb, const uint8_t* x,
+                     size_t xs, const Q8KSums* prep, int64_t nt, float* y, int64_t ldy, __mmask16 rows) {
+  int64_t t0 = 0;
+  for (; t0 + 32 <= nt; t0 += 32) kq_amx_tile<K, 2>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
+  for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K, 1>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
+  return t0;
 }
 
 // ---- Decode GEMV for q4_K / q5_K on the GGUF layout -------------------------------------------
@@ -980,7 +1032,8 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
   // slower than VNNI (98 vs 110 GMAC/s on one core), so only Q4_K/Q5_K take AMX.
   constexpr bool kAmxPanel = std::is_same_v<K, KQ4> || std::is_same_v<K, KQ5>;
   const bool amx = kAmxPanel && nt >= 16 && active_isa() >= Isa::Amx;
-  if (amx) kq_amx_begin<K>();
+  uint8_t* scaled = amx ? scratch(1, size_t(nsb) * kKqScaledBytes) : nullptr;
+  if (amx) kq_amx_begin();
   for (int64_t r0 = 0; r0 < nr; r0 += kPanel) {
     const int64_t pr = nr - r0 < kPanel ? nr - r0 : kPanel;
     for (int64_t b = 0; b < nsb; ++b)
@@ -988,8 +1041,10 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
     const __mmask16 rows = __mmask16((1u << pr) - 1u);
     int64_t t0 = 0;
     if (amx)
-      if constexpr (kAmxPanel)
-        for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
+      if constexpr (kAmxPanel) {
+        kq_amx_scaled<K>(panel, nsb, scaled);
+        t0 = kq_amx_tiles<K>(panel, scaled, nsb, x, xs, prep, nt, y + r0, ldy, rows);
+      }
     for (; t0 + 8 <= nt; t0 += 8) kq_tile<K, 8>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
     for (; t0 + 4 <= nt; t0 += 4) kq_tile<K, 4>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
     for (; t0 < nt; ++t0) kq_tile<K, 1>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
@@ -1229,13 +1284,17 @@ void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
   const Q8KSums* prep = xa.ks;
   uint8_t* panel = scratch(2, size_t(nsb) * K::kBlock);
   constexpr bool amx = kAmx && !std::is_same_v<K, Q6KPanel>;  // Q6_K: see kq_gemm
-  if (amx && nt >= 16) kq_amx_begin<K>();
+  uint8_t* scaled = amx && nt >= 16 ? scratch(1, size_t(nsb) * kKqScaledBytes) : nullptr;
+  if (amx && nt >= 16) kq_amx_begin();
   for (int64_t g = 0; g < n_groups; ++g) {
     for (int64_t b = 0; b < nsb; ++b) kp_panel<T, K>(wp + size_t(g) * gb + size_t(b) * KPacked<T>::kBlock, panel + b * K::kBlock);
     float* yg = y + 16 * g;
     int64_t t0 = 0;
-    if (amx && nt >= 16)
-      for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
+    if constexpr (amx)
+      if (nt >= 16) {
+        kq_amx_scaled<K>(panel, nsb, scaled);
+        t0 = kq_amx_tiles<K>(panel, scaled, nsb, x, xs, prep, nt, yg, ldy, 0xFFFF);
+      }
     for (; t0 + 8 <= nt; t0 += 8) kq_tile<K, 8>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
     for (; t0 + 4 <= nt; t0 += 4) kq_tile<K, 4>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
     for (; t0 < nt; ++t0) kq_tile<K, 1>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
