@@ -256,11 +256,15 @@ TEST(MatmulIsa, KQuantFastPathsAreBitIdenticalToScalar) {
 // Q5_K 31, Q6_K 63; 4-bit and 6-bit scales and mins at their maximum) against activations of one
 // sign, which Q8_K rounds to 127 in magnitude. The kernels' narrow intermediates (the AVX-512 Q4_K tile multiplies each
 // 16-column sum, up to 16 x 15 x 127, as an int16) must still give the scalar results, in the
-// GGUF-layout tiles and in the packed ones.
+// GGUF-layout tiles and in the packed ones. Q6_K also with its signed 8-bit scales at both ends
+// (-128 and 127: the AMX path splits each into three digits).
 TEST(MatmulIsa, KQuantLargestSumsAreBitIdenticalToScalar) {
   for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
-    for (float sign : {1.0f, -1.0f})
+    for (int variant = 0; variant < 4; ++variant)  // sign x (Q6_K only) extreme scales
       for (int64_t nt : {1, 8, 35}) {
+        const float sign = variant % 2 ? -1.0f : 1.0f;
+        const bool extreme_scales = variant >= 2;
+        if (extreme_scales && t != GgmlType::Q6_K) continue;
         const int64_t rows = 35, cols = 512;
         const size_t rs = row_size(t, cols), bs = type_traits(t).type_size;
         std::vector<uint8_t> wbuf(rs * size_t(rows), 0xFF);
@@ -271,6 +275,8 @@ TEST(MatmulIsa, KQuantLargestSumsAreBitIdenticalToScalar) {
         for (size_t b = 0; b < wbuf.size() / bs; ++b) {
           wbuf[b * bs + d_at] = 0x00, wbuf[b * bs + d_at + 1] = 0x3C;  // d = 1
           if (has_min) wbuf[b * bs + d_at + 2] = 0x00, wbuf[b * bs + d_at + 3] = 0x38;  // dmin = 0.5
+          if (extreme_scales)  // Q6_K: ql[128], qh[64], scales[16], d
+            for (int j = 0; j < 16; ++j) wbuf[b * bs + 192 + size_t(j)] = j % 2 ? 0x7F : 0x80;
         }
         std::vector<float> x(size_t(nt * cols));
         for (size_t i = 0; i < x.size(); ++i) x[i] = sign * (0.75f + 0.25f * float(i % 7 == 0));
@@ -293,7 +299,8 @@ TEST(MatmulIsa, KQuantLargestSumsAreBitIdenticalToScalar) {
             std::fill(got.begin(), got.end(), 0.0f);
             matmul(wp, x.data(), nt, got.data(), nullptr);
             EXPECT_EQ(got, ref) << type_name(t) << " sign " << sign << " nt " << nt << " on "
-                                << isa_name(isa) << (p ? " (packed)" : "");
+                                << isa_name(isa) << (p ? " (packed)" : "")
+                                << (extreme_scales ? " (scales -128, 127)" : "");
           }
         }
         reset_isa();

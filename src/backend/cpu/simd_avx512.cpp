@@ -683,14 +683,138 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
   for (int m = 0; m < 16 * NT; ++m) _mm512_mask_storeu_ps(y + (t0 + m) * ldy, rows, _mm512_load_ps(acc + 16 * m));
 }
 
-// Tokens from 0 in tiles of 32, then 16; returns the first token left (for the VNNI tiles).
+// Q6_K's panel (and Q3_K's, decoded into it): values stored + 32 and signed scales (Q6_K: 8-bit,
+// Q3_K: 6-bit). The scale splits as sc = 49 d2 + 7 d1 + d0 with every digit in -3..3 (balanced
+// base 7 reaches +-171), and (q - 32) x d is at most 96 in magnitude: three signed weight
+// panels, TDPBSSD into three tiles, and isum = (C2 x 7 + C1) x 7 + C0 is exactly kq_tile's
+// sum_j sc_j x (P_j - 32 bsum_j).
+struct Base7Digits {
+  int32_t v[256];  // sc + 128 -> d0, d1, d2 as the low three signed bytes
+  constexpr Base7Digits() : v() {
+    for (int sc = -128; sc < 128; ++sc) {
+      int r = sc, d[3] = {};
+      for (int i = 0; i < 3; ++i) {
+        d[i] = ((r + 3 + 7 * 64) % 7) - 3;
+        r = (r - d[i]) / 7;
+      }
+      v[sc + 128] = int32_t(uint32_t(uint8_t(d[0])) | uint32_t(uint8_t(d[1])) << 8 | uint32_t(uint8_t(d[2])) << 16);
+    }
+  }
+};
+constexpr Base7Digits kBase7{};
+constexpr bool base7_exact() {
+  for (int sc = -128; sc < 128; ++sc) {
+    const uint32_t v = uint32_t(kBase7.v[sc + 128]);
+    const int d0 = int8_t(v & 0xFF), d1 = int8_t(v >> 8 & 0xFF), d2 = int8_t(v >> 16 & 0xFF);
+    if (49 * d2 + 7 * d1 + d0 != sc || d0 < -3 || d0 > 3 || d1 < -3 || d1 > 3 || d2 < -3 || d2 > 3) return false;
+  }
+  return true;
+}
+static_assert(base7_exact());
+constexpr size_t kQ6ScaledBytes = 3 * kQuantBytes;  // per super-block: (q - 32) x d0, d1, d2
+
+// x (signed bytes) times the digit of its dword lane (-3..3), bytewise: each product fits.
+inline __m512i times_digit(__m512i x, __m512i x2, __m512i dig) {
+  const __m512i a = _mm512_abs_epi32(dig);
+  __m512i p = _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(a, _mm512_set1_epi32(1)), x);
+  p = _mm512_add_epi8(p, _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(a, _mm512_set1_epi32(2)), x2));
+  return _mm512_mask_mov_epi32(p, _mm512_cmplt_epi32_mask(dig, _mm512_setzero_si512()),
+                               _mm512_sub_epi8(_mm512_setzero_si512(), p));
+}
+
+void kq_amx_scaled6(const uint8_t* panel, int64_t nsb, uint8_t* out) {
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* pb = panel + b * Q6KPanel::kBlock;
+    const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
+    uint8_t* ob = out + size_t(b) * kQ6ScaledBytes;
+    for (int k = 0; k < 16; ++k) {
+      const __m512i dg = _mm512_i32gather_epi32(
+          _mm512_add_epi32(_mm512_load_si512(par + 16 * k), _mm512_set1_epi32(128)), kBase7.v, 4);
+      const __m512i d0 = _mm512_srai_epi32(_mm512_slli_epi32(dg, 24), 24);
+      const __m512i d1 = _mm512_srai_epi32(_mm512_slli_epi32(dg, 16), 24);
+      const __m512i d2 = _mm512_srai_epi32(_mm512_slli_epi32(dg, 8), 24);
+      for (int i = 0; i < 4; ++i) {
+        const size_t o = 64 * (4 * k + i);
+        const __m512i x = _mm512_sub_epi8(_mm512_load_si512(pb + o), _mm512_set1_epi8(32));
+        const __m512i x2 = _mm512_add_epi8(x, x);
+        _mm512_store_si512(ob + o, times_digit(x, x2, d0));
+        _mm512_store_si512(ob + kQuantBytes + o, times_digit(x, x2, d1));
+        _mm512_store_si512(ob + 2 * kQuantBytes + o, times_digit(x, x2, d2));
+      }
+    }
+  }
+}
+
+// 16 tokens from t0 x one Q6KPanel panel (its digit panels at scaled), as kq_amx_tile: tiles 0-2
+// the digits' sums, 4 activations, 5-7 the digits' weights.
+__attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile6(
+    const uint8_t* panel, const uint8_t* scaled, int64_t nsb, const uint8_t* x, size_t xs,
+    const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
+  alignas(64) int32_t sums[768];
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int m = 0; m < 16; ++m) acc[m] = _mm512_setzero_ps();
+  const long xsl = long(xs);
+  const Q8KSums* pt = prep + t0 * nsb;
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* pb = panel + b * Q6KPanel::kBlock;
+    const uint8_t* xa = x + size_t(t0) * xs + b * kQ8KBytes + 4;
+    const uint8_t* w = scaled + size_t(b) * kQ6ScaledBytes;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    for (int c = 0; c < 256; c += 64) {
+      _tile_loadd(4, xa + c, xsl);
+      _tile_loadd(5, w + 16 * c, 64);
+      _tile_loadd(6, w + kQuantBytes + 16 * c, 64);
+      _tile_loadd(7, w + 2 * kQuantBytes + 16 * c, 64);
+      _tile_dpbssd(0, 4, 5);
+      _tile_dpbssd(1, 4, 6);
+      _tile_dpbssd(2, 4, 7);
+    }
+    _tile_stored(0, sums, 64);
+    _tile_stored(1, sums + 256, 64);
+    _tile_stored(2, sums + 512, 64);
+    const __m512 dv = _mm512_load_ps(pb + kQuantBytes + 16 * 64);
+#pragma GCC unroll 16
+    for (int m = 0; m < 16; ++m) {
+      const __m512i c2 = _mm512_load_si512(sums + 512 + 16 * m);
+      __m512i t = _mm512_add_epi32(_mm512_sub_epi32(_mm512_slli_epi32(c2, 3), c2), _mm512_load_si512(sums + 256 + 16 * m));
+      t = _mm512_add_epi32(_mm512_sub_epi32(_mm512_slli_epi32(t, 3), t), _mm512_load_si512(sums + 16 * m));
+      const __m512 xd = _mm512_set1_ps(pt[m * nsb + b].d);
+      acc[m] = _mm512_add_ps(acc[m], _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(t)));
+    }
+  }
+#pragma GCC unroll 16
+  for (int m = 0; m < 16; ++m) _mm512_mask_storeu_ps(y + (t0 + m) * ldy, rows, acc[m]);
+}
+
+// Tokens from 0 in tiles of 32, then 16 (Q6KPanel: 16); returns the first token left (for the
+// VNNI tiles).
 template <class K>
 int64_t kq_amx_tiles(const uint8_t* panel, const uint8_t* scaled, int64_t nsb, const uint8_t* x,
                      size_t xs, const Q8KSums* prep, int64_t nt, float* y, int64_t ldy, __mmask16 rows) {
   int64_t t0 = 0;
-  for (; t0 + 32 <= nt; t0 += 32) kq_amx_tile<K, 2>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
-  for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K, 1>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
+  if constexpr (std::is_same_v<K, Q6KPanel>) {
+    for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile6(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
+  } else {
+    for (; t0 + 32 <= nt; t0 += 32) kq_amx_tile<K, 2>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
+    for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K, 1>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
+  }
   return t0;
+}
+
+// The AMX weight panels of a panel (above), and their bytes per super-block.
+template <class K>
+constexpr size_t kq_amx_scaled_bytes() {
+  return std::is_same_v<K, Q6KPanel> ? kQ6ScaledBytes : kKqScaledBytes;
+}
+template <class K>
+void kq_amx_weights(const uint8_t* panel, int64_t nsb, uint8_t* out) {
+  if constexpr (std::is_same_v<K, Q6KPanel>)
+    kq_amx_scaled6(panel, nsb, out);
+  else
+    kq_amx_scaled<K>(panel, nsb, out);
 }
 
 // ---- Decode GEMV for q4_K / q5_K on the GGUF layout -------------------------------------------
@@ -1028,11 +1152,9 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
   uint8_t* tmp = scratch(3, 256 * kPanel);
   // The AMX path is chosen here rather than by dot_tile(): the panels and the token tails are
   // shared with the VNNI path.
-  // Q6_K's 16-column sub-blocks halve the tile products and double the scale work: measured
-  // slower than VNNI (98 vs 110 GMAC/s on one core), so only Q4_K/Q5_K take AMX.
-  constexpr bool kAmxPanel = std::is_same_v<K, KQ4> || std::is_same_v<K, KQ5>;
+  constexpr bool kAmxPanel = std::is_same_v<K, KQ4> || std::is_same_v<K, KQ5> || std::is_same_v<K, Q6KPanel>;
   const bool amx = kAmxPanel && nt >= 16 && active_isa() >= Isa::Amx;
-  uint8_t* scaled = amx ? scratch(1, size_t(nsb) * kKqScaledBytes) : nullptr;
+  uint8_t* scaled = amx ? scratch(1, size_t(nsb) * kq_amx_scaled_bytes<K>()) : nullptr;
   if (amx) kq_amx_begin();
   for (int64_t r0 = 0; r0 < nr; r0 += kPanel) {
     const int64_t pr = nr - r0 < kPanel ? nr - r0 : kPanel;
@@ -1042,7 +1164,7 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
     int64_t t0 = 0;
     if (amx)
       if constexpr (kAmxPanel) {
-        kq_amx_scaled<K>(panel, nsb, scaled);
+        kq_amx_weights<K>(panel, nsb, scaled);
         t0 = kq_amx_tiles<K>(panel, scaled, nsb, x, xs, prep, nt, y + r0, ldy, rows);
       }
     for (; t0 + 8 <= nt; t0 += 8) kq_tile<K, 8>(panel, nsb, x, xs, prep, t0, y + r0, ldy, rows);
@@ -1283,8 +1405,8 @@ void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
   }
   const Q8KSums* prep = xa.ks;
   uint8_t* panel = scratch(2, size_t(nsb) * K::kBlock);
-  constexpr bool amx = kAmx && !std::is_same_v<K, Q6KPanel>;  // Q6_K: see kq_gemm
-  uint8_t* scaled = amx && nt >= 16 ? scratch(1, size_t(nsb) * kKqScaledBytes) : nullptr;
+  constexpr bool amx = kAmx;
+  uint8_t* scaled = amx && nt >= 16 ? scratch(1, size_t(nsb) * kq_amx_scaled_bytes<K>()) : nullptr;
   if (amx && nt >= 16) kq_amx_begin();
   for (int64_t g = 0; g < n_groups; ++g) {
     for (int64_t b = 0; b < nsb; ++b) kp_panel<T, K>(wp + size_t(g) * gb + size_t(b) * KPacked<T>::kBlock, panel + b * K::kBlock);
@@ -1292,7 +1414,7 @@ void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
     int64_t t0 = 0;
     if constexpr (amx)
       if (nt >= 16) {
-        kq_amx_scaled<K>(panel, nsb, scaled);
+        kq_amx_weights<K>(panel, nsb, scaled);
         t0 = kq_amx_tiles<K>(panel, scaled, nsb, x, xs, prep, nt, yg, ldy, 0xFFFF);
       }
     for (; t0 + 8 <= nt; t0 += 8) kq_tile<K, 8>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
@@ -1700,15 +1822,17 @@ __attribute__((target("avx512bf16"))) void bpanel_gemm(GgmlType t, int64_t n, co
 
 }  // namespace
 
-bool dot_tile_avx512_uses_amx(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K; }
+bool dot_tile_avx512_uses_amx(GgmlType t) {
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q3_K;
+}
 bool dot_tile_avx512_uses_bf16(GgmlType t) { return t == GgmlType::BF16 && avx512_bf16(); }
 
 PackedGemmFn packed_kq_gemm_avx512(GgmlType t, bool amx) {
   switch (t) {
     case GgmlType::Q4_K: return amx ? &kp_gemm<GgmlType::Q4_K, KQ4, true> : &kp_gemm<GgmlType::Q4_K, KQ4, false>;
     case GgmlType::Q5_K: return amx ? &kp_gemm<GgmlType::Q5_K, KQ5, true> : &kp_gemm<GgmlType::Q5_K, KQ5, false>;
-    case GgmlType::Q6_K: return amx ? nullptr : &kp_gemm<GgmlType::Q6_K, Q6KPanel, false>;
-    case GgmlType::Q3_K: return amx ? nullptr : &kp_gemm<GgmlType::Q3_K, Q6KPanel, false>;
+    case GgmlType::Q6_K: return amx ? &kp_gemm<GgmlType::Q6_K, Q6KPanel, true> : &kp_gemm<GgmlType::Q6_K, Q6KPanel, false>;
+    case GgmlType::Q3_K: return amx ? &kp_gemm<GgmlType::Q3_K, Q6KPanel, true> : &kp_gemm<GgmlType::Q3_K, Q6KPanel, false>;
     case GgmlType::Q2_K: return amx ? nullptr : &kp_gemm<GgmlType::Q2_K, Q2KPanel, false>;
     case GgmlType::IQ4_XS: return amx ? nullptr : &kp_gemm<GgmlType::IQ4_XS, Off128Panel, false>;
     default: return nullptr;
