@@ -136,7 +136,7 @@ void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int
 // Per-ISA entry points (packed_avx512.cpp, packed_avx2.cpp, packed_avxvnni.cpp); nullptr where
 // a type has none or the ISA is not compiled in.
 PackedGemmFn packed_gemm_avx512(GgmlType wtype);
-PackedGemmFn packed_gemm_amx(GgmlType wtype);  // the _1 types, Q2_K, IQ4_XS: none
+PackedGemmFn packed_gemm_amx(GgmlType wtype);  // the _1 types, IQ4_XS: none
 PackedGemmFn packed_gemm_avxvnni(GgmlType wtype);
 PackedGemmFn packed_gemm_avx2(GgmlType wtype);
 // The K-quants' kernels (simd_avx512.cpp); amx: AMX tiles for Q4_K/Q5_K prefill.

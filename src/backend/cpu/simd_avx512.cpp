@@ -789,7 +789,83 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile6(
   for (int m = 0; m < 16; ++m) _mm512_mask_storeu_ps(y + (t0 + m) * ldy, rows, acc[m]);
 }
 
-// Tokens from 0 in tiles of 32, then 16 (Q6KPanel: 16); returns the first token left (for the
+// Q2_K's panel: quants 0..3 and 4-bit scales per 16 columns, so q x sc (at most 45) is one
+// unsigned weight panel, and a super-block is four TDPBSUD of 64 columns per 16 tokens, each
+// into its own tile (four independent sums, added after); the mins term as kq_tile's.
+constexpr size_t kQ2ScaledBytes = kQuantBytes;
+
+void kq_amx_scaled2(const uint8_t* panel, int64_t nsb, uint8_t* out) {
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* pb = panel + b * Q2KPanel::kBlock;
+    const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
+    uint8_t* ob = out + size_t(b) * kQ2ScaledBytes;
+    for (int k = 0; k < 16; ++k) {
+      const __m512i sc = _mm512_load_si512(par + 16 * k);
+      const __m512i sc2 = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16));  // (each product fits its byte)
+      for (int i = 0; i < 4; ++i) {
+        const size_t o = 64 * (4 * k + i);
+        _mm512_store_si512(ob + o, _mm512_mullo_epi16(_mm512_load_si512(pb + o), sc2));
+      }
+    }
+  }
+}
+
+__attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile2(
+    const uint8_t* panel, const uint8_t* scaled, int64_t nsb, const uint8_t* x, size_t xs,
+    const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
+  alignas(64) int32_t sums[1024];
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int m = 0; m < 16; ++m) acc[m] = _mm512_setzero_ps();
+  const long xsl = long(xs);
+  const Q8KSums* pt = prep + t0 * nsb;
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* pb = panel + b * Q2KPanel::kBlock;
+    const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
+    const uint8_t* xa = x + size_t(t0) * xs + b * kQ8KBytes + 4;
+    const uint8_t* w = scaled + size_t(b) * kQ2ScaledBytes;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, xa, xsl);
+    _tile_loadd(6, w, 64);
+    _tile_dpbsud(0, 4, 6);
+    _tile_loadd(5, xa + 64, xsl);
+    _tile_loadd(7, w + 1024, 64);
+    _tile_dpbsud(1, 5, 7);
+    _tile_loadd(4, xa + 128, xsl);
+    _tile_loadd(6, w + 2048, 64);
+    _tile_dpbsud(2, 4, 6);
+    _tile_loadd(5, xa + 192, xsl);
+    _tile_loadd(7, w + 3072, 64);
+    _tile_dpbsud(3, 5, 7);
+    _tile_stored(0, sums, 64);
+    _tile_stored(1, sums + 256, 64);
+    _tile_stored(2, sums + 512, 64);
+    _tile_stored(3, sums + 768, 64);
+    const __m512 dv = _mm512_load_ps(pb + kQuantBytes + 24 * 64);
+    const __m512 dmv = _mm512_load_ps(pb + kQuantBytes + 25 * 64);
+#pragma GCC unroll 16
+    for (int m = 0; m < 16; ++m) {
+      const Q8KSums& pr = pt[m * nsb + b];
+      const __m512i isum = _mm512_add_epi32(
+          _mm512_add_epi32(_mm512_load_si512(sums + 16 * m), _mm512_load_si512(sums + 256 + 16 * m)),
+          _mm512_add_epi32(_mm512_load_si512(sums + 512 + 16 * m), _mm512_load_si512(sums + 768 + 16 * m)));
+      const __m512 xd = _mm512_set1_ps(pr.d);
+      __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum));
+      __m512i summs = _mm512_setzero_si512();
+      for (int q = 0; q < 8; ++q)
+        summs = _mm512_dpwssd_epi32(summs, _mm512_load_si512(par + 16 * (16 + q)), _mm512_set1_epi32(pr.bsum16[q]));
+      term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), _mm512_cvtepi32_ps(summs)));
+      acc[m] = _mm512_add_ps(acc[m], term);
+    }
+  }
+#pragma GCC unroll 16
+  for (int m = 0; m < 16; ++m) _mm512_mask_storeu_ps(y + (t0 + m) * ldy, rows, acc[m]);
+}
+
+// Tokens from 0 in tiles of 32, then 16 (Q6KPanel, Q2KPanel: 16); returns the first token left (for the
 // VNNI tiles).
 template <class K>
 int64_t kq_amx_tiles(const uint8_t* panel, const uint8_t* scaled, int64_t nsb, const uint8_t* x,
@@ -797,6 +873,8 @@ int64_t kq_amx_tiles(const uint8_t* panel, const uint8_t* scaled, int64_t nsb, c
   int64_t t0 = 0;
   if constexpr (std::is_same_v<K, Q6KPanel>) {
     for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile6(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
+  } else if constexpr (std::is_same_v<K, Q2KPanel>) {
+    for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile2(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
   } else {
     for (; t0 + 32 <= nt; t0 += 32) kq_amx_tile<K, 2>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
     for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K, 1>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
@@ -807,12 +885,14 @@ int64_t kq_amx_tiles(const uint8_t* panel, const uint8_t* scaled, int64_t nsb, c
 // The AMX weight panels of a panel (above), and their bytes per super-block.
 template <class K>
 constexpr size_t kq_amx_scaled_bytes() {
-  return std::is_same_v<K, Q6KPanel> ? kQ6ScaledBytes : kKqScaledBytes;
+  return std::is_same_v<K, Q6KPanel> ? kQ6ScaledBytes : std::is_same_v<K, Q2KPanel> ? kQ2ScaledBytes : kKqScaledBytes;
 }
 template <class K>
 void kq_amx_weights(const uint8_t* panel, int64_t nsb, uint8_t* out) {
   if constexpr (std::is_same_v<K, Q6KPanel>)
     kq_amx_scaled6(panel, nsb, out);
+  else if constexpr (std::is_same_v<K, Q2KPanel>)
+    kq_amx_scaled2(panel, nsb, out);
   else
     kq_amx_scaled<K>(panel, nsb, out);
 }
@@ -1152,7 +1232,8 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
   uint8_t* tmp = scratch(3, 256 * kPanel);
   // The AMX path is chosen here rather than by dot_tile(): the panels and the token tails are
   // shared with the VNNI path.
-  constexpr bool kAmxPanel = std::is_same_v<K, KQ4> || std::is_same_v<K, KQ5> || std::is_same_v<K, Q6KPanel>;
+  constexpr bool kAmxPanel = std::is_same_v<K, KQ4> || std::is_same_v<K, KQ5> || std::is_same_v<K, Q6KPanel> ||
+                             std::is_same_v<K, Q2KPanel>;
   const bool amx = kAmxPanel && nt >= 16 && active_isa() >= Isa::Amx;
   uint8_t* scaled = amx ? scratch(1, size_t(nsb) * kq_amx_scaled_bytes<K>()) : nullptr;
   if (amx) kq_amx_begin();
@@ -1823,7 +1904,8 @@ __attribute__((target("avx512bf16"))) void bpanel_gemm(GgmlType t, int64_t n, co
 }  // namespace
 
 bool dot_tile_avx512_uses_amx(GgmlType t) {
-  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q3_K;
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q3_K ||
+         t == GgmlType::Q2_K;
 }
 bool dot_tile_avx512_uses_bf16(GgmlType t) { return t == GgmlType::BF16 && avx512_bf16(); }
 
@@ -1833,7 +1915,7 @@ PackedGemmFn packed_kq_gemm_avx512(GgmlType t, bool amx) {
     case GgmlType::Q5_K: return amx ? &kp_gemm<GgmlType::Q5_K, KQ5, true> : &kp_gemm<GgmlType::Q5_K, KQ5, false>;
     case GgmlType::Q6_K: return amx ? &kp_gemm<GgmlType::Q6_K, Q6KPanel, true> : &kp_gemm<GgmlType::Q6_K, Q6KPanel, false>;
     case GgmlType::Q3_K: return amx ? &kp_gemm<GgmlType::Q3_K, Q6KPanel, true> : &kp_gemm<GgmlType::Q3_K, Q6KPanel, false>;
-    case GgmlType::Q2_K: return amx ? nullptr : &kp_gemm<GgmlType::Q2_K, Q2KPanel, false>;
+    case GgmlType::Q2_K: return amx ? &kp_gemm<GgmlType::Q2_K, Q2KPanel, true> : &kp_gemm<GgmlType::Q2_K, Q2KPanel, false>;
     case GgmlType::IQ4_XS: return amx ? nullptr : &kp_gemm<GgmlType::IQ4_XS, Off128Panel, false>;
     default: return nullptr;
   }
