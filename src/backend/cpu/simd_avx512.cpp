@@ -476,25 +476,34 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
   }
 }
 
-// T tokens x one panel (16 rows, the `rows` of them stored). Chunks outer, tokens inner: T
-// independent vpdpbusd chains, each activation broadcast folded into its vpdpbusd; the float
-// sums live in L1 (8 tokens' integer sums take the registers). One core, 3072 x 1024 x 128,
-// GOP/s: Q4_K 299 -> 336 against 4 tokens token-outer; Q6_K unchanged (its vpmulld per 16
-// columns bounds it).
-template <class K, int T>
+// T tokens x G panels (16 rows each, the second at panel + nsb K::kBlock and its outputs at
+// y + 16; the `rows` of them stored). Chunks outer, tokens inner: T x G independent vpdpbusd
+// chains, each activation word broadcast once into a register for the G panels' products (G = 1:
+// folded into its vpdpbusd); the float sums live in L1. One core, 3072 x 1024 x 128, GOP/s:
+// Q4_K 299 -> 336 with 8 tokens x 1 panel against 4 tokens token-outer; Q6_K unchanged (its
+// vpmulld per 16 columns bounds it).
+template <class K, int T, int G = 1>
 inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t xs,
                     const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
   constexpr bool kOff = kOffsetPanel<K>, k16 = kSub16<K>;
-  alignas(64) float accm[T * 16];
-  for (int t = 0; t < T; ++t) _mm512_store_ps(accm + 16 * t, _mm512_setzero_ps());
+  const size_t pstride = size_t(nsb) * K::kBlock;
+  alignas(64) float accm[G][T * 16];
+  for (int p = 0; p < G; ++p)
+    for (int t = 0; t < T; ++t) _mm512_store_ps(accm[p] + 16 * t, _mm512_setzero_ps());
   const uint8_t* x0 = x + size_t(t0) * xs + 4;
   for (int64_t b = 0; b < nsb; ++b) {
-    const uint8_t* pb = panel + b * K::kBlock;
-    const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
+    const uint8_t* pb[G];
+    const int32_t* par[G];
+    for (int p = 0; p < G; ++p) {
+      pb[p] = panel + p * pstride + b * K::kBlock;
+      par[p] = reinterpret_cast<const int32_t*>(pb[p] + kQuantBytes);
+    }
     const uint8_t* xb = x0 + b * kQ8KBytes;
-    __m512i isum[T];
+    __m512i isum[G][T];
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+    for (int p = 0; p < G; ++p)
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) isum[p][t] = _mm512_setzero_si512();
     // q4_K/q5_K: 8 sub-blocks of 32 (8 groups); q6_K, q2_K: 16 of 16 (4 groups).
     constexpr int kSub = k16 ? 16 : 8, kGroups = k16 ? 4 : 8;
     // Q4_K sums each sub-block's two 16-column halves apart: a half is below 2^15 in magnitude
@@ -508,51 +517,77 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
     for (int j = 0; j < kSub; ++j) {
       // q6_K's quants are stored + 32, the i-quants' + 128: start from -32 (-128) x sum(x) of
       // the sub-block.
-      __m512i s[T], h[T];  // h: Q4_K's second half
+      __m512i s[G][T], h[G][T];  // h: Q4_K's second half
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const Q8KSums& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
-        s[t] = !kOff ? _mm512_setzero_si512() : _mm512_set1_epi32(panel_offset_term<K>(pr, j));
-        if constexpr (kHalves) h[t] = _mm512_setzero_si512();
+        const __m512i s0 = !kOff ? _mm512_setzero_si512() : _mm512_set1_epi32(panel_offset_term<K>(pr, j));
+#pragma GCC unroll 2
+        for (int p = 0; p < G; ++p) {
+          s[p][t] = s0;
+          if constexpr (kHalves) h[p][t] = _mm512_setzero_si512();
+        }
       }
 #pragma GCC unroll 8
       for (int g = 0; g < kGroups; ++g) {
-        const __m512i wq = _mm512_load_si512(pb + 64 * (kGroups * j + g));
+        __m512i wq[G];
+#pragma GCC unroll 2
+        for (int p = 0; p < G; ++p) wq[p] = _mm512_load_si512(pb[p] + 64 * (kGroups * j + g));
+        const bool second = kHalves && g >= kGroups / 2;
 #pragma GCC unroll 8
-        for (int t = 0; t < T; ++t)
-          dpbusd_bcast(kHalves && g >= kGroups / 2 ? h[t] : s[t], wq, xb + size_t(t) * xs + 4 * kGroups * j + 4 * g);
+        for (int t = 0; t < T; ++t) {
+          const uint8_t* xa = xb + size_t(t) * xs + 4 * kGroups * j + 4 * g;
+          if constexpr (G == 1) {
+            dpbusd_bcast(second ? h[0][t] : s[0][t], wq[0], xa);
+          } else {
+            const __m512i xv = _mm512_set1_epi32(load_i32(xa));
+#pragma GCC unroll 2
+            for (int p = 0; p < G; ++p) {
+              __m512i& acc = second ? h[p][t] : s[p][t];
+              acc = _mm512_dpbusd_epi32(acc, wq[p], xv);
+            }
+          }
+        }
       }
-      const __m512i scv = _mm512_load_si512(par + 16 * j);
-      const __m512i sc2 = kHalves ? _mm512_or_si512(scv, _mm512_slli_epi32(scv, 16)) : scv;  // (sc, sc)
+#pragma GCC unroll 2
+      for (int p = 0; p < G; ++p) {
+        const __m512i scv = _mm512_load_si512(par[p] + 16 * j);
+        const __m512i sc2 = kHalves ? _mm512_or_si512(scv, _mm512_slli_epi32(scv, 16)) : scv;  // (sc, sc)
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          if constexpr (kHalves)  // the odd int16 lanes from h << 16
+            isum[p][t] = _mm512_dpwssd_epi32(
+                isum[p][t], _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), s[p][t], _mm512_slli_epi32(h[p][t], 16)), sc2);
+          else
+            isum[p][t] = _mm512_add_epi32(isum[p][t], _mm512_mullo_epi32(s[p][t], scv));
+        }
+      }
+    }
+#pragma GCC unroll 2
+    for (int p = 0; p < G; ++p) {
+      const __m512 dv = _mm512_load_ps(pb[p] + kQuantBytes + kDSlot<K> * 64);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        if constexpr (kHalves)  // the odd int16 lanes from h << 16
-          isum[t] = _mm512_dpwssd_epi32(
-              isum[t], _mm512_mask_blend_epi16(__mmask32(0xAAAAAAAA), s[t], _mm512_slli_epi32(h[t], 16)), sc2);
-        else
-          isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], scv));
+        const Q8KSums& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
+        const __m512 xd = _mm512_set1_ps(pr.d);
+        __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum[p][t]));
+        if constexpr (!kOff) {
+          // The mins: Q4_K/Q5_K's 8 against the 32-column sums' pairs, Q2_K's 16 against bsum16.
+          constexpr bool kQ2 = std::is_same_v<K, Q2KPanel>;
+          __m512i summs = _mm512_setzero_si512();
+          for (int q = 0; q < (kQ2 ? 8 : 4); ++q)
+            summs = _mm512_dpwssd_epi32(summs, _mm512_load_si512(par[p] + 16 * ((kQ2 ? 16 : 8) + q)),
+                                        _mm512_set1_epi32(kQ2 ? pr.bsum16[q] : pr.pair16[q]));
+          const __m512 dmv = _mm512_load_ps(pb[p] + kQuantBytes + (kDSlot<K> + 1) * 64);
+          term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), _mm512_cvtepi32_ps(summs)));
+        }
+        _mm512_store_ps(accm[p] + 16 * t, _mm512_add_ps(_mm512_load_ps(accm[p] + 16 * t), term));
       }
-    }
-    const __m512 dv = _mm512_load_ps(pb + kQuantBytes + kDSlot<K> * 64);
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const Q8KSums& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
-      const __m512 xd = _mm512_set1_ps(pr.d);
-      __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum[t]));
-      if constexpr (!kOff) {
-        // The mins: Q4_K/Q5_K's 8 against the 32-column sums' pairs, Q2_K's 16 against bsum16.
-        constexpr bool kQ2 = std::is_same_v<K, Q2KPanel>;
-        __m512i summs = _mm512_setzero_si512();
-        for (int q = 0; q < (kQ2 ? 8 : 4); ++q)
-          summs = _mm512_dpwssd_epi32(summs, _mm512_load_si512(par + 16 * ((kQ2 ? 16 : 8) + q)),
-                                      _mm512_set1_epi32(kQ2 ? pr.bsum16[q] : pr.pair16[q]));
-        const __m512 dmv = _mm512_load_ps(pb + kQuantBytes + (kDSlot<K> + 1) * 64);
-        term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), _mm512_cvtepi32_ps(summs)));
-      }
-      _mm512_store_ps(accm + 16 * t, _mm512_add_ps(_mm512_load_ps(accm + 16 * t), term));
     }
   }
-  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, rows, _mm512_load_ps(accm + 16 * t));
+  for (int p = 0; p < G; ++p)
+    for (int t = 0; t < T; ++t)
+      _mm512_mask_storeu_ps(y + (t0 + t) * ldy + 16 * p, rows, _mm512_load_ps(accm[p] + 16 * t));
 }
 
 // ---- K-quant prefill on AMX tiles (Q4_K, Q5_K) -------------------------------------------------
@@ -1485,22 +1520,36 @@ void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
     return;
   }
   const Q8KSums* prep = xa.ks;
-  uint8_t* panel = scratch(2, size_t(nsb) * K::kBlock);
+  const size_t pstride = size_t(nsb) * K::kBlock;
+  // The offset panels (Q6_K's, IQ4_XS's) take two groups a tile: one core, 3072 x 1024 x 128,
+  // Q6_K 295-299 -> 316-317 GOP/s, IQ4_XS 361-363 -> 387-390; Q4_K, Q5_K and Q2_K measured the same
+  // or slower that way and keep 8 tokens x one panel.
+  constexpr int kMaxPanels = kOffsetPanel<K> ? 2 : 1;
+  uint8_t* panel = scratch(2, kMaxPanels * pstride);
   constexpr bool amx = kAmx;
   uint8_t* scaled = amx && nt >= 16 ? scratch(1, size_t(nsb) * kq_amx_scaled_bytes<K>()) : nullptr;
   if (amx && nt >= 16) kq_amx_begin();
-  for (int64_t g = 0; g < n_groups; ++g) {
-    for (int64_t b = 0; b < nsb; ++b) kp_panel<T, K>(wp + size_t(g) * gb + size_t(b) * KPacked<T>::kBlock, panel + b * K::kBlock);
+  for (int64_t g = 0; g < n_groups; g += kMaxPanels) {
+    const int np = g + 1 < n_groups ? kMaxPanels : 1;
+    for (int p = 0; p < np; ++p)
+      for (int64_t b = 0; b < nsb; ++b)
+        kp_panel<T, K>(wp + size_t(g + p) * gb + size_t(b) * KPacked<T>::kBlock, panel + p * pstride + b * K::kBlock);
     float* yg = y + 16 * g;
     int64_t t0 = 0;
     if constexpr (amx)
-      if (nt >= 16) {
-        kq_amx_weights<K>(panel, nsb, scaled);
-        t0 = kq_amx_tiles<K>(panel, scaled, nsb, x, xs, prep, nt, yg, ldy, 0xFFFF);
-      }
-    for (; t0 + 8 <= nt; t0 += 8) kq_tile<K, 8>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
-    for (; t0 + 4 <= nt; t0 += 4) kq_tile<K, 4>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
-    for (; t0 < nt; ++t0) kq_tile<K, 1>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
+      if (nt >= 16)
+        for (int p = 0; p < np; ++p) {
+          kq_amx_weights<K>(panel + p * pstride, nsb, scaled);
+          t0 = kq_amx_tiles<K>(panel + p * pstride, scaled, nsb, x, xs, prep, nt, yg + 16 * p, ldy, 0xFFFF);
+        }
+    if (kMaxPanels == 2 && np == 2) {
+      for (; t0 + 4 <= nt; t0 += 4) kq_tile<K, 4, 2>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
+      for (; t0 < nt; ++t0) kq_tile<K, 1, 2>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
+    } else {
+      for (; t0 + 8 <= nt; t0 += 8) kq_tile<K, 8>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
+      for (; t0 + 4 <= nt; t0 += 4) kq_tile<K, 4>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
+      for (; t0 < nt; ++t0) kq_tile<K, 1>(panel, nsb, x, xs, prep, t0, yg, ldy, 0xFFFF);
+    }
   }
   if (amx && nt >= 16) kq_amx_end();
 }
