@@ -91,20 +91,19 @@ GgmlType packed_act_type(GgmlType wtype);
 // decode chunks became long (kernels_matmul.cpp), 2048 B won: 2 threads, tg64 Q8_0 49.5 t/s (8192:
 // 48.0 at 4096), qwen3-0.6b Q4_K_M 52.7 (8192: 47 with short chunks); one thread Q8_0 26.6 vs 25.7
 // at 8192.
-constexpr int kPackedPrefetch = 2048;  // Q8_0, Q4_0, Q4_K, Q5_K (see packed_prefetch, kq_prefetch)
+constexpr int kPackedPrefetch = 2048;  // Q8_0, Q4_0, the K-quants (see packed_prefetch)
 // Q5_0 spends about twice Q4_0's vector ops per byte on its fifth bits, and its stream wants to be
 // fetched further ahead: qwen2.5-0.5b Q4_K_M (Q5_0 gate, up, q, k, attn_output), 2 threads,
 // MINFER_TRACE per decode step, 2048 -> 8192 B: gate + up 6.34 -> 5.90 ms, attn_output 0.71 ->
 // 0.64, q/k/v 0.57 -> 0.51 (4096: halfway; 12288 and 16384: as 8192). Q4_0's and Q8_0's steps
 // measured no faster at 4096 or 8192.
 constexpr int packed_prefetch(GgmlType t) { return t == GgmlType::Q5_0 ? 8192 : kPackedPrefetch; }
-// The AVX-512 K-quant decode's distance: Q6_K's super-block (3392 B) is longer than 2 KiB, and its
-// stream wanted fetching a super-block on when AMD Zen 4 still prefetched: qwen3-0.6b Q4_K_M, one
-// thread, its Q6_K output matrix 7.43 -> 5.51-5.65 ms a step at 4096 B (8192, 16384: 5.8-6.0);
-// Q4_K measured slower further ahead. With no software prefetch at all Zen 4 was faster still
-// (decode_prefetch); the distances are Intel's, where Q6_K at 4096 is not re-measured. On Zen 5
-// (two threads, `GemvPackedCold` 6144 x 1024) Q4_K and Q6_K at 4096 measured within noise of these.
-constexpr int kq_prefetch(GgmlType t) { return t == GgmlType::Q6_K ? 4096 : kPackedPrefetch; }
+// The AVX-512 K-quant decode fetches kPackedPrefetch ahead too. Q6_K (3392 B super-blocks) had
+// 4096 B from AMD Zen 4, which no longer prefetches (decode_prefetch); on Intel (session 20, AMX
+// Xeon, qwen3-0.6b Q4_K_M tg64, MINFER_TRACE per step) 2048 B took its Q6_K output matrix
+// 5.31-5.57 -> 4.88-5.04 ms and ffn_down 2.60-2.76 -> 2.49-2.55 (1024: no better, 3072: between):
+// tg64 2 threads 58.7-61.5 -> 61.6-62.4 t/s, 1 thread 30.4-30.9 -> 32.1-32.8. On Zen 5 (two
+// threads, `GemvPackedCold` 6144 x 1024) Q6_K at 4096 measured within noise of 2048.
 
 // Token t's activations (nb blocks of 32) quantized to Q8_0 (quantize_act_q8_0; the _1 types:
 // Q8_1) into the tiles (of `tile` tokens) of PackedAct, for weights of `wtype`. The row
