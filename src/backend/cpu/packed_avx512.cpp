@@ -313,8 +313,9 @@ void gemm_vnni(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const 
 // and scaled into 16 float accumulators held in registers. Successive blocks rotate through
 // four int32 tiles and two tiles of each operand, and block b's epilogue runs after block b + 2's
 // product is issued, so no tile waits on the stores or loads of the block before it. (The tile
-// unit and the 512-bit vector ops do not run at the same time on Sapphire Rapids: what is saved
-// is the epilogue's float accumulators kept in L1, 2 loads and a store a row, and the waits.)
+// unit and the 512-bit vector ops did not run at the same time on the AMX Xeon measured: what
+// is saved is the epilogue's float accumulators kept in L1, 2 loads and a store a row, and the
+// waits.)
 
 // Tiles 0-3: int32 sums of block b at b % 4; 4, 5: activations, 6, 7: weights, at b % 2.
 constexpr AmxTileConfig kTileConfig = {

@@ -590,20 +590,20 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
       _mm512_mask_storeu_ps(y + (t0 + t) * ldy + 16 * p, rows, _mm512_load_ps(accm[p] + 16 * t));
 }
 
-// ---- K-quant prefill on AMX tiles (Q4_K, Q5_K) -------------------------------------------------
+// ---- K-quant prefill on AMX tiles --------------------------------------------------------------
 // The sub-block scales go into the weights, so that a super-block's 256 columns are one integer
-// sum per tile: a row's 6-bit scale splits as sc = 8 hi + lo (hi, lo <= 7), and its quants times
+// sum per tile. Q4_K, Q5_K: a row's 6-bit scale splits as sc = 8 hi + lo (hi, lo <= 7), and its quants times
 // each part are at most 31 x 7 = 217, unsigned bytes. Per super-block and 16 tokens x 16 rows,
 // TDPBSUD (signed activations, unsigned weights) runs 64 columns at a time into two int32 tiles,
 // sum_j lo_j P_j and sum_j hi_j P_j, and 8 x the second plus the first is kq_tile's exact
 // sum_j sc_j P_j; from there the float steps are kq_tile's, lane for lane (the mins by
 // vpdpwssd on the same int16 pairs): results are bit-identical to the scalar kernels. (A
 // sub-block at a time, its sums stored and multiplied by the scales with vpmulld in the vector
-// units, ran half the speed: on Sapphire Rapids the tile unit and the 512-bit vector ops do not
-// overlap, so every vector op per sub-block counts in full.)
+// units, ran half the speed: on the AMX Xeon measured the tile unit and the 512-bit vector ops
+// do not overlap, so every vector op per sub-block counts in full.) Q6_K/Q3_K and Q2_K: below.
 
-// Tiles 0, 1: the lo and hi sums; 2, 5: activations (16 tokens x 64 bytes); 3, 4 and 6, 7: the
-// lo and hi weights (16 rows of 16 x 4 bytes), alternating by 64-column step.
+// Every tile 16 rows of 64 bytes: int32 sums, activations (16 tokens x 64 columns) and weights
+// (64 columns as 16 rows of 16 x 4 bytes); each kernel below says which tile holds what.
 constexpr AmxTileConfig kKqTiles = {
     1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
 
@@ -672,10 +672,6 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
         _tile_dpbsud(2, 5, 6);
         _tile_dpbsud(3, 5, 7);
       }
-      _tile_stored(0, sums, 64);
-      _tile_stored(1, sums + 256, 64);
-      _tile_stored(2, sums + 512, 64);
-      _tile_stored(3, sums + 768, 64);
     } else {
       for (int c = 0; c < 256; c += 128) {
         _tile_loadd(4, xa + c, xsl);
@@ -689,11 +685,11 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
         _tile_dpbsud(2, 5, 6);
         _tile_dpbsud(3, 5, 7);
       }
-      _tile_stored(0, sums, 64);
-      _tile_stored(1, sums + 256, 64);
-      _tile_stored(2, sums + 512, 64);
-      _tile_stored(3, sums + 768, 64);
     }
+    _tile_stored(0, sums, 64);
+    _tile_stored(1, sums + 256, 64);
+    _tile_stored(2, sums + 512, 64);
+    _tile_stored(3, sums + 768, 64);
     const __m512 dv = _mm512_load_ps(pb + kQuantBytes + 16 * 64);
     const __m512 dmv = _mm512_load_ps(pb + kQuantBytes + 17 * 64);
     for (int m = 0; m < 16 * NT; ++m) {
