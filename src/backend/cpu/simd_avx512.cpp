@@ -476,6 +476,24 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
   }
 }
 
+// kq_tile's float step for one token and super-block: d x d_x x isum, less dmin x d_x x the mins
+// term (the types with mins: Q4_K/Q5_K's 8 against the 32-column sums' pairs, Q2_K's 16 against
+// bsum16); dmv is unused for the offset panels (no mins).
+template <class K>
+inline __m512 kq_term(const int32_t* par, __m512 dv, __m512 dmv, const Q8KSums& pr, __m512i isum) {
+  const __m512 xd = _mm512_set1_ps(pr.d);
+  __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum));
+  if constexpr (!kOffsetPanel<K>) {
+    constexpr bool kQ2 = std::is_same_v<K, Q2KPanel>;
+    __m512i summs = _mm512_setzero_si512();
+    for (int q = 0; q < (kQ2 ? 8 : 4); ++q)
+      summs = _mm512_dpwssd_epi32(summs, _mm512_load_si512(par + 16 * ((kQ2 ? 16 : 8) + q)),
+                                  _mm512_set1_epi32(kQ2 ? pr.bsum16[q] : pr.pair16[q]));
+    term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), _mm512_cvtepi32_ps(summs)));
+  }
+  return term;
+}
+
 // T tokens x G panels (16 rows each, the second at panel + nsb K::kBlock and its outputs at
 // y + 16; the `rows` of them stored). Chunks outer, tokens inner: T x G independent vpdpbusd
 // chains, each activation word broadcast once into a register for the G panels' products (G = 1:
@@ -566,21 +584,10 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
 #pragma GCC unroll 2
     for (int p = 0; p < G; ++p) {
       const __m512 dv = _mm512_load_ps(pb[p] + kQuantBytes + kDSlot<K> * 64);
+      const __m512 dmv = kOff ? dv : _mm512_load_ps(pb[p] + kQuantBytes + (kDSlot<K> + 1) * 64);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const Q8KSums& pr = prep[size_t(t0 + t) * size_t(nsb) + size_t(b)];
-        const __m512 xd = _mm512_set1_ps(pr.d);
-        __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum[p][t]));
-        if constexpr (!kOff) {
-          // The mins: Q4_K/Q5_K's 8 against the 32-column sums' pairs, Q2_K's 16 against bsum16.
-          constexpr bool kQ2 = std::is_same_v<K, Q2KPanel>;
-          __m512i summs = _mm512_setzero_si512();
-          for (int q = 0; q < (kQ2 ? 8 : 4); ++q)
-            summs = _mm512_dpwssd_epi32(summs, _mm512_load_si512(par[p] + 16 * ((kQ2 ? 16 : 8) + q)),
-                                        _mm512_set1_epi32(kQ2 ? pr.bsum16[q] : pr.pair16[q]));
-          const __m512 dmv = _mm512_load_ps(pb[p] + kQuantBytes + (kDSlot<K> + 1) * 64);
-          term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), _mm512_cvtepi32_ps(summs)));
-        }
+        const __m512 term = kq_term<K>(par[p], dv, dmv, prep[size_t(t0 + t) * size_t(nsb) + size_t(b)], isum[p][t]);
         _mm512_store_ps(accm[p] + 16 * t, _mm512_add_ps(_mm512_load_ps(accm[p] + 16 * t), term));
       }
     }
@@ -633,85 +640,6 @@ void kq_amx_scaled(const uint8_t* panel, int64_t nsb, uint8_t* out) {
       }
     }
   }
-}
-
-// 16 x NT tokens from t0 x one panel (its scaled weights at scaled; kq_amx_begin must have
-// configured the tiles). A tile product takes several times its issue interval to finish, so a
-// super-block's products run as four independent chains of sums: with NT = 2, tiles 0-3 hold
-// the lo and hi sums of each token tile (activation tiles 4, 5; weight tiles 6, 7 shared by
-// both token tiles); with NT = 1, the lo and hi sums of the even and odd 64-column steps, added
-// in the epilogue.
-template <class K, int NT>
-__attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
-    const uint8_t* panel, const uint8_t* scaled, int64_t nsb, const uint8_t* x, size_t xs,
-    const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
-  alignas(64) int32_t sums[1024];
-  alignas(64) float acc[256 * NT];
-  for (int m = 0; m < 16 * NT; ++m) _mm512_store_ps(acc + 16 * m, _mm512_setzero_ps());
-  const long xsl = long(xs);
-  const Q8KSums* pt = prep + t0 * nsb;
-  for (int64_t b = 0; b < nsb; ++b) {
-    const uint8_t* pb = panel + b * K::kBlock;
-    const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
-    const uint8_t* xa = x + size_t(t0) * xs + b * kQ8KBytes + 4;
-    const uint8_t* lo = scaled + size_t(b) * kKqScaledBytes;
-    const uint8_t* hi = lo + kQuantBytes;
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    if constexpr (NT == 2) {
-      const uint8_t* xa1 = xa + 16 * xs;
-      for (int c = 0; c < 256; c += 64) {  // (a 64-column weight tile: 16 rows of 64 bytes)
-        _tile_loadd(4, xa + c, xsl);
-        _tile_loadd(5, xa1 + c, xsl);
-        _tile_loadd(6, lo + 16 * c, 64);
-        _tile_loadd(7, hi + 16 * c, 64);
-        _tile_dpbsud(0, 4, 6);
-        _tile_dpbsud(1, 4, 7);
-        _tile_dpbsud(2, 5, 6);
-        _tile_dpbsud(3, 5, 7);
-      }
-    } else {
-      for (int c = 0; c < 256; c += 128) {
-        _tile_loadd(4, xa + c, xsl);
-        _tile_loadd(6, lo + 16 * c, 64);
-        _tile_loadd(7, hi + 16 * c, 64);
-        _tile_dpbsud(0, 4, 6);
-        _tile_dpbsud(1, 4, 7);
-        _tile_loadd(5, xa + c + 64, xsl);
-        _tile_loadd(6, lo + 16 * c + 1024, 64);
-        _tile_loadd(7, hi + 16 * c + 1024, 64);
-        _tile_dpbsud(2, 5, 6);
-        _tile_dpbsud(3, 5, 7);
-      }
-    }
-    _tile_stored(0, sums, 64);
-    _tile_stored(1, sums + 256, 64);
-    _tile_stored(2, sums + 512, 64);
-    _tile_stored(3, sums + 768, 64);
-    const __m512 dv = _mm512_load_ps(pb + kQuantBytes + 16 * 64);
-    const __m512 dmv = _mm512_load_ps(pb + kQuantBytes + 17 * 64);
-    for (int m = 0; m < 16 * NT; ++m) {
-      const Q8KSums& pr = pt[m * nsb + b];
-      // 8 x hi + lo (NT = 1: each the sum of the even and odd steps' tiles)
-      const int32_t* sl = sums + 512 * (m / 16) + 16 * (m % 16);
-      __m512i slo = _mm512_load_si512(sl), shi = _mm512_load_si512(sl + 256);
-      if constexpr (NT == 1) {
-        slo = _mm512_add_epi32(slo, _mm512_load_si512(sl + 512));
-        shi = _mm512_add_epi32(shi, _mm512_load_si512(sl + 768));
-      }
-      const __m512i isum = _mm512_add_epi32(slo, _mm512_slli_epi32(shi, 3));
-      const __m512 xd = _mm512_set1_ps(pr.d);
-      __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum));
-      __m512i summs = _mm512_setzero_si512();
-      for (int q = 0; q < 4; ++q)
-        summs = _mm512_dpwssd_epi32(summs, _mm512_load_si512(par + 16 * (8 + q)), _mm512_set1_epi32(pr.pair16[q]));
-      term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), _mm512_cvtepi32_ps(summs)));
-      _mm512_store_ps(acc + 16 * m, _mm512_add_ps(_mm512_load_ps(acc + 16 * m), term));
-    }
-  }
-  for (int m = 0; m < 16 * NT; ++m) _mm512_mask_storeu_ps(y + (t0 + m) * ldy, rows, _mm512_load_ps(acc + 16 * m));
 }
 
 // Q6_K's panel (and Q3_K's, decoded into it): values stored + 32 and signed scales (Q6_K: 8-bit,
@@ -776,53 +704,8 @@ void kq_amx_scaled6(const uint8_t* panel, int64_t nsb, uint8_t* out) {
   }
 }
 
-// 16 tokens from t0 x one Q6KPanel panel (its digit panels at scaled), as kq_amx_tile: tiles 0-2
-// the digits' sums, 4 activations, 5-7 the digits' weights.
-__attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile6(
-    const uint8_t* panel, const uint8_t* scaled, int64_t nsb, const uint8_t* x, size_t xs,
-    const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
-  alignas(64) int32_t sums[768];
-  __m512 acc[16];
-#pragma GCC unroll 16
-  for (int m = 0; m < 16; ++m) acc[m] = _mm512_setzero_ps();
-  const long xsl = long(xs);
-  const Q8KSums* pt = prep + t0 * nsb;
-  for (int64_t b = 0; b < nsb; ++b) {
-    const uint8_t* pb = panel + b * Q6KPanel::kBlock;
-    const uint8_t* xa = x + size_t(t0) * xs + b * kQ8KBytes + 4;
-    const uint8_t* w = scaled + size_t(b) * kQ6ScaledBytes;
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    for (int c = 0; c < 256; c += 64) {
-      _tile_loadd(4, xa + c, xsl);
-      _tile_loadd(5, w + 16 * c, 64);
-      _tile_loadd(6, w + kQuantBytes + 16 * c, 64);
-      _tile_loadd(7, w + 2 * kQuantBytes + 16 * c, 64);
-      _tile_dpbssd(0, 4, 5);
-      _tile_dpbssd(1, 4, 6);
-      _tile_dpbssd(2, 4, 7);
-    }
-    _tile_stored(0, sums, 64);
-    _tile_stored(1, sums + 256, 64);
-    _tile_stored(2, sums + 512, 64);
-    const __m512 dv = _mm512_load_ps(pb + kQuantBytes + 16 * 64);
-#pragma GCC unroll 16
-    for (int m = 0; m < 16; ++m) {
-      const __m512i c2 = _mm512_load_si512(sums + 512 + 16 * m);
-      __m512i t = _mm512_add_epi32(_mm512_sub_epi32(_mm512_slli_epi32(c2, 3), c2), _mm512_load_si512(sums + 256 + 16 * m));
-      t = _mm512_add_epi32(_mm512_sub_epi32(_mm512_slli_epi32(t, 3), t), _mm512_load_si512(sums + 16 * m));
-      const __m512 xd = _mm512_set1_ps(pt[m * nsb + b].d);
-      acc[m] = _mm512_add_ps(acc[m], _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(t)));
-    }
-  }
-#pragma GCC unroll 16
-  for (int m = 0; m < 16; ++m) _mm512_mask_storeu_ps(y + (t0 + m) * ldy, rows, acc[m]);
-}
-
 // Q2_K's panel: quants 0..3 and 4-bit scales per 16 columns, so q x sc (at most 45) is one
-// unsigned weight panel, and a super-block is four TDPBSUD of 64 columns per 16 tokens, each
-// into its own tile (four independent sums, added after); the mins term as kq_tile's.
+// unsigned weight panel.
 constexpr size_t kQ2ScaledBytes = kQuantBytes;
 
 void kq_amx_scaled2(const uint8_t* panel, int64_t nsb, uint8_t* out) {
@@ -841,59 +724,118 @@ void kq_amx_scaled2(const uint8_t* panel, int64_t nsb, uint8_t* out) {
   }
 }
 
-__attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile2(
+// The AMX weight panels' bytes per super-block.
+template <class K>
+constexpr size_t kq_amx_scaled_bytes() {
+  return std::is_same_v<K, Q6KPanel> ? kQ6ScaledBytes : std::is_same_v<K, Q2KPanel> ? kQ2ScaledBytes : kKqScaledBytes;
+}
+
+// 16 x NT tokens from t0 x one panel (its AMX weight panels at scaled; kq_amx_begin must have
+// configured the tiles), then kq_tile's float steps. A tile product takes several times its
+// issue interval to finish, so a super-block's products run as independent chains of sums,
+// combined per token into kq_tile's integer sum:
+// - Q4_K/Q5_K, NT = 2: tiles 0-3 the lo and hi sums of each token tile (activation tiles 4, 5;
+//   weight tiles 6, 7 shared by both): isum = lo + 8 hi;
+// - Q4_K/Q5_K, NT = 1: the lo and hi sums of the even and odd 64-column steps, added;
+// - Q6_K/Q3_K: tiles 0-2 the three digits' sums (weights 5-7): isum = (C2 x 7 + C1) x 7 + C0;
+// - Q2_K: each 64-column step into its own tile 0-3, added.
+template <class K, int NT>
+__attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
     const uint8_t* panel, const uint8_t* scaled, int64_t nsb, const uint8_t* x, size_t xs,
     const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
+  constexpr bool kQ6 = std::is_same_v<K, Q6KPanel>, kQ2 = std::is_same_v<K, Q2KPanel>;
+  static_assert(NT == 1 || !(kQ6 || kQ2));
   alignas(64) int32_t sums[1024];
-  __m512 acc[16];
-#pragma GCC unroll 16
-  for (int m = 0; m < 16; ++m) acc[m] = _mm512_setzero_ps();
+  alignas(64) float acc[256 * NT];
+  for (int m = 0; m < 16 * NT; ++m) _mm512_store_ps(acc + 16 * m, _mm512_setzero_ps());
   const long xsl = long(xs);
   const Q8KSums* pt = prep + t0 * nsb;
   for (int64_t b = 0; b < nsb; ++b) {
-    const uint8_t* pb = panel + b * Q2KPanel::kBlock;
+    const uint8_t* pb = panel + b * K::kBlock;
     const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
     const uint8_t* xa = x + size_t(t0) * xs + b * kQ8KBytes + 4;
-    const uint8_t* w = scaled + size_t(b) * kQ2ScaledBytes;
+    const uint8_t* w = scaled + size_t(b) * kq_amx_scaled_bytes<K>();
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
-    _tile_loadd(4, xa, xsl);
-    _tile_loadd(6, w, 64);
-    _tile_dpbsud(0, 4, 6);
-    _tile_loadd(5, xa + 64, xsl);
-    _tile_loadd(7, w + 1024, 64);
-    _tile_dpbsud(1, 5, 7);
-    _tile_loadd(4, xa + 128, xsl);
-    _tile_loadd(6, w + 2048, 64);
-    _tile_dpbsud(2, 4, 6);
-    _tile_loadd(5, xa + 192, xsl);
-    _tile_loadd(7, w + 3072, 64);
-    _tile_dpbsud(3, 5, 7);
+    if constexpr (kQ6) {
+      for (int c = 0; c < 256; c += 64) {
+        _tile_loadd(4, xa + c, xsl);
+        _tile_loadd(5, w + 16 * c, 64);
+        _tile_loadd(6, w + kQuantBytes + 16 * c, 64);
+        _tile_loadd(7, w + 2 * kQuantBytes + 16 * c, 64);
+        _tile_dpbssd(0, 4, 5);
+        _tile_dpbssd(1, 4, 6);
+        _tile_dpbssd(2, 4, 7);
+      }
+    } else if constexpr (kQ2) {  // (a 64-column weight tile: 16 rows of 64 bytes)
+      _tile_loadd(4, xa, xsl);
+      _tile_loadd(6, w, 64);
+      _tile_dpbsud(0, 4, 6);
+      _tile_loadd(5, xa + 64, xsl);
+      _tile_loadd(7, w + 1024, 64);
+      _tile_dpbsud(1, 5, 7);
+      _tile_loadd(4, xa + 128, xsl);
+      _tile_loadd(6, w + 2048, 64);
+      _tile_dpbsud(2, 4, 6);
+      _tile_loadd(5, xa + 192, xsl);
+      _tile_loadd(7, w + 3072, 64);
+      _tile_dpbsud(3, 5, 7);
+    } else if constexpr (NT == 2) {
+      const uint8_t* hi = w + kQuantBytes;
+      const uint8_t* xa1 = xa + 16 * xs;
+      for (int c = 0; c < 256; c += 64) {
+        _tile_loadd(4, xa + c, xsl);
+        _tile_loadd(5, xa1 + c, xsl);
+        _tile_loadd(6, w + 16 * c, 64);
+        _tile_loadd(7, hi + 16 * c, 64);
+        _tile_dpbsud(0, 4, 6);
+        _tile_dpbsud(1, 4, 7);
+        _tile_dpbsud(2, 5, 6);
+        _tile_dpbsud(3, 5, 7);
+      }
+    } else {
+      const uint8_t* hi = w + kQuantBytes;
+      for (int c = 0; c < 256; c += 128) {
+        _tile_loadd(4, xa + c, xsl);
+        _tile_loadd(6, w + 16 * c, 64);
+        _tile_loadd(7, hi + 16 * c, 64);
+        _tile_dpbsud(0, 4, 6);
+        _tile_dpbsud(1, 4, 7);
+        _tile_loadd(5, xa + c + 64, xsl);
+        _tile_loadd(6, w + 16 * c + 1024, 64);
+        _tile_loadd(7, hi + 16 * c + 1024, 64);
+        _tile_dpbsud(2, 5, 6);
+        _tile_dpbsud(3, 5, 7);
+      }
+    }
     _tile_stored(0, sums, 64);
     _tile_stored(1, sums + 256, 64);
     _tile_stored(2, sums + 512, 64);
-    _tile_stored(3, sums + 768, 64);
-    const __m512 dv = _mm512_load_ps(pb + kQuantBytes + 24 * 64);
-    const __m512 dmv = _mm512_load_ps(pb + kQuantBytes + 25 * 64);
-#pragma GCC unroll 16
-    for (int m = 0; m < 16; ++m) {
-      const Q8KSums& pr = pt[m * nsb + b];
-      const __m512i isum = _mm512_add_epi32(
-          _mm512_add_epi32(_mm512_load_si512(sums + 16 * m), _mm512_load_si512(sums + 256 + 16 * m)),
-          _mm512_add_epi32(_mm512_load_si512(sums + 512 + 16 * m), _mm512_load_si512(sums + 768 + 16 * m)));
-      const __m512 xd = _mm512_set1_ps(pr.d);
-      __m512 term = _mm512_mul_ps(_mm512_mul_ps(dv, xd), _mm512_cvtepi32_ps(isum));
-      __m512i summs = _mm512_setzero_si512();
-      for (int q = 0; q < 8; ++q)
-        summs = _mm512_dpwssd_epi32(summs, _mm512_load_si512(par + 16 * (16 + q)), _mm512_set1_epi32(pr.bsum16[q]));
-      term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dmv, xd), _mm512_cvtepi32_ps(summs)));
-      acc[m] = _mm512_add_ps(acc[m], term);
+    if constexpr (!kQ6) _tile_stored(3, sums + 768, 64);
+    const __m512 dv = _mm512_load_ps(pb + kQuantBytes + kDSlot<K> * 64);
+    const __m512 dmv = kOffsetPanel<K> ? dv : _mm512_load_ps(pb + kQuantBytes + (kDSlot<K> + 1) * 64);
+    for (int m = 0; m < 16 * NT; ++m) {
+      const int32_t* sl = sums + 512 * (m / 16) + 16 * (m % 16);
+      const auto at = [&](int i) { return _mm512_load_si512(sl + 256 * i); };
+      __m512i isum;
+      if constexpr (kQ6) {
+        const __m512i c2 = at(2);
+        const __m512i t = _mm512_add_epi32(_mm512_sub_epi32(_mm512_slli_epi32(c2, 3), c2), at(1));
+        isum = _mm512_add_epi32(_mm512_sub_epi32(_mm512_slli_epi32(t, 3), t), at(0));
+      } else if constexpr (kQ2) {
+        isum = _mm512_add_epi32(_mm512_add_epi32(at(0), at(1)), _mm512_add_epi32(at(2), at(3)));
+      } else if constexpr (NT == 2) {
+        isum = _mm512_add_epi32(at(0), _mm512_slli_epi32(at(1), 3));
+      } else {
+        isum = _mm512_add_epi32(_mm512_add_epi32(at(0), at(2)), _mm512_slli_epi32(_mm512_add_epi32(at(1), at(3)), 3));
+      }
+      const __m512 term = kq_term<K>(par, dv, dmv, pt[m * nsb + b], isum);
+      _mm512_store_ps(acc + 16 * m, _mm512_add_ps(_mm512_load_ps(acc + 16 * m), term));
     }
   }
-#pragma GCC unroll 16
-  for (int m = 0; m < 16; ++m) _mm512_mask_storeu_ps(y + (t0 + m) * ldy, rows, acc[m]);
+  for (int m = 0; m < 16 * NT; ++m) _mm512_mask_storeu_ps(y + (t0 + m) * ldy, rows, _mm512_load_ps(acc + 16 * m));
 }
 
 // Tokens from 0 in tiles of 32, then 16 (Q6KPanel, Q2KPanel: 16); returns the first token left (for the
@@ -903,9 +845,9 @@ int64_t kq_amx_tiles(const uint8_t* panel, const uint8_t* scaled, int64_t nsb, c
                      size_t xs, const Q8KSums* prep, int64_t nt, float* y, int64_t ldy, __mmask16 rows) {
   int64_t t0 = 0;
   if constexpr (std::is_same_v<K, Q6KPanel>) {
-    for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile6(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
+    for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K, 1>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
   } else if constexpr (std::is_same_v<K, Q2KPanel>) {
-    for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile2(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
+    for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K, 1>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
   } else {
     for (; t0 + 32 <= nt; t0 += 32) kq_amx_tile<K, 2>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
     for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K, 1>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
@@ -913,11 +855,7 @@ int64_t kq_amx_tiles(const uint8_t* panel, const uint8_t* scaled, int64_t nsb, c
   return t0;
 }
 
-// The AMX weight panels of a panel (above), and their bytes per super-block.
-template <class K>
-constexpr size_t kq_amx_scaled_bytes() {
-  return std::is_same_v<K, Q6KPanel> ? kQ6ScaledBytes : std::is_same_v<K, Q2KPanel> ? kQ2ScaledBytes : kKqScaledBytes;
-}
+// The AMX weight panels of a panel (above).
 template <class K>
 void kq_amx_weights(const uint8_t* panel, int64_t nsb, uint8_t* out) {
   if constexpr (std::is_same_v<K, Q6KPanel>)
