@@ -476,6 +476,25 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
   }
 }
 
+// Q2_K's panels fold the 4-bit sub-block scales into the quants (0..3): q x sc is at most 45, a
+// byte, so a super-block's integer sum needs no multiply per sub-block and token (a 16-bit
+// multiply scales both bytes of a word at once: each product fits its byte). In place, once per
+// panel; kq_tile and the AMX tile read the folded quants.
+inline void q2k_fold_scales(uint8_t* panel, int64_t nsb) {
+  for (int64_t b = 0; b < nsb; ++b) {
+    uint8_t* pb = panel + b * Q2KPanel::kBlock;
+    const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
+    for (int k = 0; k < 16; ++k) {
+      const __m512i sc = _mm512_load_si512(par + 16 * k);
+      const __m512i sc2 = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16));
+      for (int i = 0; i < 4; ++i) {
+        uint8_t* o = pb + 64 * (4 * k + i);
+        _mm512_store_si512(o, _mm512_mullo_epi16(_mm512_load_si512(o), sc2));
+      }
+    }
+  }
+}
+
 // kq_tile's float step for one token and super-block: d x d_x x isum, less dmin x d_x x the mins
 // term (the types with mins: Q4_K/Q5_K's 8 against the 32-column sums' pairs, Q2_K's 16 against
 // bsum16); dmv is unused for the offset panels (no mins).
@@ -504,6 +523,7 @@ template <class K, int T, int G = 1>
 inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t xs,
                     const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
   constexpr bool kOff = kOffsetPanel<K>, k16 = kSub16<K>;
+  constexpr bool kFolded = std::is_same_v<K, Q2KPanel>;  // (q2k_fold_scales: no scale step)
   const size_t pstride = size_t(nsb) * K::kBlock;
   alignas(64) float accm[G][T * 16];
   for (int p = 0; p < G; ++p)
@@ -556,17 +576,18 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
         for (int t = 0; t < T; ++t) {
           const uint8_t* xa = xb + size_t(t) * xs + 4 * kGroups * j + 4 * g;
           if constexpr (G == 1) {
-            dpbusd_bcast(second ? h[0][t] : s[0][t], wq[0], xa);
+            dpbusd_bcast(kFolded ? isum[0][t] : second ? h[0][t] : s[0][t], wq[0], xa);
           } else {
             const __m512i xv = _mm512_set1_epi32(load_i32(xa));
 #pragma GCC unroll 2
             for (int p = 0; p < G; ++p) {
-              __m512i& acc = second ? h[p][t] : s[p][t];
+              __m512i& acc = kFolded ? isum[p][t] : second ? h[p][t] : s[p][t];
               acc = _mm512_dpbusd_epi32(acc, wq[p], xv);
             }
           }
         }
       }
+      if constexpr (kFolded) continue;
 #pragma GCC unroll 2
       for (int p = 0; p < G; ++p) {
         const __m512i scv = _mm512_load_si512(par[p] + 16 * j);
@@ -704,30 +725,10 @@ void kq_amx_scaled6(const uint8_t* panel, int64_t nsb, uint8_t* out) {
   }
 }
 
-// Q2_K's panel: quants 0..3 and 4-bit scales per 16 columns, so q x sc (at most 45) is one
-// unsigned weight panel.
-constexpr size_t kQ2ScaledBytes = kQuantBytes;
-
-void kq_amx_scaled2(const uint8_t* panel, int64_t nsb, uint8_t* out) {
-  for (int64_t b = 0; b < nsb; ++b) {
-    const uint8_t* pb = panel + b * Q2KPanel::kBlock;
-    const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
-    uint8_t* ob = out + size_t(b) * kQ2ScaledBytes;
-    for (int k = 0; k < 16; ++k) {
-      const __m512i sc = _mm512_load_si512(par + 16 * k);
-      const __m512i sc2 = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16));  // (each product fits its byte)
-      for (int i = 0; i < 4; ++i) {
-        const size_t o = 64 * (4 * k + i);
-        _mm512_store_si512(ob + o, _mm512_mullo_epi16(_mm512_load_si512(pb + o), sc2));
-      }
-    }
-  }
-}
-
 // The AMX weight panels' bytes per super-block.
 template <class K>
 constexpr size_t kq_amx_scaled_bytes() {
-  return std::is_same_v<K, Q6KPanel> ? kQ6ScaledBytes : std::is_same_v<K, Q2KPanel> ? kQ2ScaledBytes : kKqScaledBytes;
+  return std::is_same_v<K, Q6KPanel> ? kQ6ScaledBytes : std::is_same_v<K, Q2KPanel> ? 0 : kKqScaledBytes;
 }
 
 // 16 x NT tokens from t0 x one panel (its AMX weight panels at scaled; kq_amx_begin must have
@@ -738,7 +739,8 @@ constexpr size_t kq_amx_scaled_bytes() {
 //   weight tiles 6, 7 shared by both): isum = lo + 8 hi;
 // - Q4_K/Q5_K, NT = 1: the lo and hi sums of the even and odd 64-column steps, added;
 // - Q6_K/Q3_K: tiles 0-2 the three digits' sums (weights 5-7): isum = (C2 x 7 + C1) x 7 + C0;
-// - Q2_K: each 64-column step into its own tile 0-3, added.
+// - Q2_K (its panel's own quants, the scales folded in): each 64-column step into its own tile
+//   0-3, added.
 template <class K, int NT>
 __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
     const uint8_t* panel, const uint8_t* scaled, int64_t nsb, const uint8_t* x, size_t xs,
@@ -754,7 +756,7 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
     const uint8_t* pb = panel + b * K::kBlock;
     const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
     const uint8_t* xa = x + size_t(t0) * xs + b * kQ8KBytes + 4;
-    const uint8_t* w = scaled + size_t(b) * kq_amx_scaled_bytes<K>();
+    const uint8_t* w = kQ2 ? pb : scaled + size_t(b) * kq_amx_scaled_bytes<K>();
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
@@ -861,7 +863,7 @@ void kq_amx_weights(const uint8_t* panel, int64_t nsb, uint8_t* out) {
   if constexpr (std::is_same_v<K, Q6KPanel>)
     kq_amx_scaled6(panel, nsb, out);
   else if constexpr (std::is_same_v<K, Q2KPanel>)
-    kq_amx_scaled2(panel, nsb, out);
+    (void)panel, (void)nsb, (void)out;  // (its panel's quants hold the scales already)
   else
     kq_amx_scaled<K>(panel, nsb, out);
 }
@@ -1210,6 +1212,7 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
     const int64_t pr = nr - r0 < kPanel ? nr - r0 : kPanel;
     for (int64_t b = 0; b < nsb; ++b)
       pack_kq<K>(type, w + size_t(r0) * ws, ws, pr, b, panel + b * K::kBlock, tmp);
+    if constexpr (std::is_same_v<K, Q2KPanel>) q2k_fold_scales(panel, nsb);
     const __mmask16 rows = __mmask16((1u << pr) - 1u);
     int64_t t0 = 0;
     if (amx)
@@ -1465,9 +1468,11 @@ void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
   if (amx && nt >= 16) kq_amx_begin();
   for (int64_t g = 0; g < n_groups; g += kMaxPanels) {
     const int np = g + 1 < n_groups ? kMaxPanels : 1;
-    for (int p = 0; p < np; ++p)
+    for (int p = 0; p < np; ++p) {
       for (int64_t b = 0; b < nsb; ++b)
         kp_panel<T, K>(wp + size_t(g + p) * gb + size_t(b) * KPacked<T>::kBlock, panel + p * pstride + b * K::kBlock);
+      if constexpr (std::is_same_v<K, Q2KPanel>) q2k_fold_scales(panel + p * pstride, nsb);
+    }
     float* yg = y + 16 * g;
     int64_t t0 = 0;
     if constexpr (amx)
