@@ -476,20 +476,24 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
   }
 }
 
+// Each byte of q times the (small, non-negative) factor of its dword lane, where every product
+// fits its byte: one 16-bit multiply scales both bytes of a word (no carry crosses them).
+inline __m512i lane_bytes_times(__m512i q, __m512i f) {
+  return _mm512_mullo_epi16(q, _mm512_or_si512(f, _mm512_slli_epi32(f, 16)));
+}
+
 // Q2_K's panels fold the 4-bit sub-block scales into the quants (0..3): q x sc is at most 45, a
-// byte, so a super-block's integer sum needs no multiply per sub-block and token (a 16-bit
-// multiply scales both bytes of a word at once: each product fits its byte). In place, once per
-// panel; kq_tile and the AMX tile read the folded quants.
+// byte, so a super-block's integer sum needs no multiply per sub-block and token. In place, once
+// per panel; kq_tile and the AMX tile read the folded quants.
 inline void q2k_fold_scales(uint8_t* panel, int64_t nsb) {
   for (int64_t b = 0; b < nsb; ++b) {
     uint8_t* pb = panel + b * Q2KPanel::kBlock;
     const int32_t* par = reinterpret_cast<const int32_t*>(pb + kQuantBytes);
     for (int k = 0; k < 16; ++k) {
       const __m512i sc = _mm512_load_si512(par + 16 * k);
-      const __m512i sc2 = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16));
       for (int i = 0; i < 4; ++i) {
         uint8_t* o = pb + 64 * (4 * k + i);
-        _mm512_store_si512(o, _mm512_mullo_epi16(_mm512_load_si512(o), sc2));
+        _mm512_store_si512(o, lane_bytes_times(_mm512_load_si512(o), sc));
       }
     }
   }
@@ -640,8 +644,7 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_end() { _tile_release()
 
 constexpr size_t kKqScaledBytes = 2 * kQuantBytes;  // per super-block: q x lo, then q x hi
 
-// A panel's quants times the two parts of their rows' scales (above), per super-block. A 16-bit
-// multiply scales both bytes of a word at once: each product fits its byte.
+// A panel's quants times the two parts of their rows' scales (above), per super-block.
 template <class K>
 void kq_amx_scaled(const uint8_t* panel, int64_t nsb, uint8_t* out) {
   for (int64_t b = 0; b < nsb; ++b) {
@@ -652,12 +655,10 @@ void kq_amx_scaled(const uint8_t* panel, int64_t nsb, uint8_t* out) {
       const __m512i sc = _mm512_load_si512(par + 16 * j);
       const __m512i lo = _mm512_and_si512(sc, _mm512_set1_epi32(7));
       const __m512i hi = _mm512_srli_epi32(sc, 3);
-      const __m512i lo2 = _mm512_or_si512(lo, _mm512_slli_epi32(lo, 16));
-      const __m512i hi2 = _mm512_or_si512(hi, _mm512_slli_epi32(hi, 16));
       for (int k = 0; k < 8; ++k) {
         const __m512i q = _mm512_load_si512(pb + 512 * j + 64 * k);
-        _mm512_store_si512(ob + 512 * j + 64 * k, _mm512_mullo_epi16(q, lo2));
-        _mm512_store_si512(ob + kQuantBytes + 512 * j + 64 * k, _mm512_mullo_epi16(q, hi2));
+        _mm512_store_si512(ob + 512 * j + 64 * k, lane_bytes_times(q, lo));
+        _mm512_store_si512(ob + kQuantBytes + 512 * j + 64 * k, lane_bytes_times(q, hi));
       }
     }
   }
@@ -725,6 +726,11 @@ void kq_amx_scaled6(const uint8_t* panel, int64_t nsb, uint8_t* out) {
   }
 }
 
+// The panels with an AMX tile (the lattice i-quants' and IQ4_XS's have none).
+template <class K>
+constexpr bool kAmxPanel = std::is_same_v<K, KQ4> || std::is_same_v<K, KQ5> || std::is_same_v<K, Q6KPanel> ||
+                           std::is_same_v<K, Q2KPanel>;
+
 // The AMX weight panels' bytes per super-block.
 template <class K>
 constexpr size_t kq_amx_scaled_bytes() {
@@ -746,7 +752,7 @@ __attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
     const uint8_t* panel, const uint8_t* scaled, int64_t nsb, const uint8_t* x, size_t xs,
     const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
   constexpr bool kQ6 = std::is_same_v<K, Q6KPanel>, kQ2 = std::is_same_v<K, Q2KPanel>;
-  static_assert(NT == 1 || !(kQ6 || kQ2));
+  static_assert(kAmxPanel<K> && (NT == 1 || !(kQ6 || kQ2)));
   alignas(64) int32_t sums[1024];
   alignas(64) float acc[256 * NT];
   for (int m = 0; m < 16 * NT; ++m) _mm512_store_ps(acc + 16 * m, _mm512_setzero_ps());
@@ -846,25 +852,18 @@ template <class K>
 int64_t kq_amx_tiles(const uint8_t* panel, const uint8_t* scaled, int64_t nsb, const uint8_t* x,
                      size_t xs, const Q8KSums* prep, int64_t nt, float* y, int64_t ldy, __mmask16 rows) {
   int64_t t0 = 0;
-  if constexpr (std::is_same_v<K, Q6KPanel>) {
-    for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K, 1>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
-  } else if constexpr (std::is_same_v<K, Q2KPanel>) {
-    for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K, 1>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
-  } else {
+  if constexpr (!std::is_same_v<K, Q6KPanel> && !std::is_same_v<K, Q2KPanel>)
     for (; t0 + 32 <= nt; t0 += 32) kq_amx_tile<K, 2>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
-    for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K, 1>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
-  }
+  for (; t0 + 16 <= nt; t0 += 16) kq_amx_tile<K, 1>(panel, scaled, nsb, x, xs, prep, t0, y, ldy, rows);
   return t0;
 }
 
-// The AMX weight panels of a panel (above).
+// The AMX weight panels of a panel (above; Q2_K's panel holds its scaled quants already).
 template <class K>
 void kq_amx_weights(const uint8_t* panel, int64_t nsb, uint8_t* out) {
   if constexpr (std::is_same_v<K, Q6KPanel>)
     kq_amx_scaled6(panel, nsb, out);
-  else if constexpr (std::is_same_v<K, Q2KPanel>)
-    (void)panel, (void)nsb, (void)out;  // (its panel's quants hold the scales already)
-  else
+  else if constexpr (!std::is_same_v<K, Q2KPanel>)
     kq_amx_scaled<K>(panel, nsb, out);
 }
 
@@ -1203,9 +1202,7 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
   uint8_t* tmp = scratch(3, 256 * kPanel);
   // The AMX path is chosen here rather than by dot_tile(): the panels and the token tails are
   // shared with the VNNI path.
-  constexpr bool kAmxPanel = std::is_same_v<K, KQ4> || std::is_same_v<K, KQ5> || std::is_same_v<K, Q6KPanel> ||
-                             std::is_same_v<K, Q2KPanel>;
-  const bool amx = kAmxPanel && nt >= 16 && active_isa() >= Isa::Amx;
+  const bool amx = kAmxPanel<K> && nt >= 16 && active_isa() >= Isa::Amx;
   uint8_t* scaled = amx ? scratch(1, size_t(nsb) * kq_amx_scaled_bytes<K>()) : nullptr;
   if (amx) kq_amx_begin();
   for (int64_t r0 = 0; r0 < nr; r0 += kPanel) {
@@ -1216,7 +1213,7 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
     const __mmask16 rows = __mmask16((1u << pr) - 1u);
     int64_t t0 = 0;
     if (amx)
-      if constexpr (kAmxPanel) {
+      if constexpr (kAmxPanel<K>) {
         kq_amx_weights<K>(panel, nsb, scaled);
         t0 = kq_amx_tiles<K>(panel, scaled, nsb, x, xs, prep, nt, y + r0, ldy, rows);
       }
