@@ -24,12 +24,6 @@ uint32_t attr_from_type(int32_t type) {
   }
 }
 
-bool one_of(const std::string& s, std::initializer_list<const char*> xs) {
-  for (const char* x : xs)
-    if (s == x) return true;
-  return false;
-}
-
 }  // namespace
 
 std::unique_ptr<Tokenizer::Impl> build_impl(detail::Spec spec) {
@@ -75,19 +69,18 @@ std::unique_ptr<Tokenizer::Impl> build_impl(detail::Spec spec) {
   if (spec.add_space_prefix) v.add_space_prefix = *spec.add_space_prefix;
 
   v.tokens.resize(n);
-  v.token_to_id.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     auto& t = v.tokens[i];
     t.text = spec.tokens[i].empty() ? "[EMPTY_" + std::to_string(i) + "]" : spec.tokens[i];
     t.score = spec.scores.empty() ? 0.0f : spec.scores[i];
     t.type = spec.types.empty() ? TokenType::Normal : TokenType(spec.types[i]);
     t.attr = spec.types.empty() ? ATTR_NORMAL : attr_from_type(spec.types[i]);
-    v.token_to_id[t.text] = int32_t(i);  // a duplicate text maps to its last id, as in llama.cpp
   }
+  // A duplicate text maps to its last id, as in llama.cpp.
+  v.text_ids.build(n, [&v](size_t i) { return std::string_view(v.tokens[i].text); });
 
   for (int b = 0; b < 256; ++b) v.byte_token[b] = v.text_to_token(detail::byte_to_unicode(uint8_t(b)));
   if (v.kind == Tokenizer::Impl::Kind::Bpe) {
-    v.bpe_ranks.reserve(spec.merges.size());
     v.bpe_pairs.reserve(spec.merges.size());
     for (size_t i = 0; i < spec.merges.size(); ++i) {
       const std::string& m = spec.merges[i];
@@ -95,12 +88,13 @@ std::unique_ptr<Tokenizer::Impl> build_impl(detail::Spec spec) {
       if (sp == std::string::npos) continue;
       const std::string_view left = std::string_view(m).substr(0, sp);
       const std::string_view right = std::string_view(m).substr(sp + 1);
-      v.bpe_ranks.emplace(Tokenizer::Impl::merge_key(left, right), int32_t(i));
       const int32_t l = v.text_to_token(left), r = v.text_to_token(right);
       if (l >= 0 && r >= 0) {
         std::string both(left);
         both += right;
         v.bpe_pairs.insert(l, r, int32_t(i), v.text_to_token(both));
+      } else {
+        v.bpe_ranks.emplace(Tokenizer::Impl::merge_key(left, right), int32_t(i));
       }
     }
   }
@@ -137,13 +131,8 @@ std::unique_ptr<Tokenizer::Impl> build_impl(detail::Spec spec) {
   // Tokens recognised by their text (llama.cpp walks a hash map; we take the lowest id).
   auto detect = [&](int32_t& id, std::initializer_list<const char*> texts) {
     if (id != -1) return;
-    for (size_t i = 0; i < n; ++i) {
-      if (one_of(v.tokens[i].text, texts)) {
-        id = int32_t(i);
-        make_control(id);
-        return;
-      }
-    }
+    for (const char* t : texts) v.for_each_id_of(t, [&](int32_t i) { id = id < 0 || i < id ? i : id; });
+    if (id >= 0) make_control(id);
   };
   detect(v.eot, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
                  "<|end_of_text|>", "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>",
@@ -163,20 +152,19 @@ std::unique_ptr<Tokenizer::Impl> build_impl(detail::Spec spec) {
   std::vector<uint8_t> eog(n, 0);
   for (int32_t id : {v.fim_pad, v.fim_rep, v.fim_sep})
     if (id >= 0) eog[id] = 1;
-  for (size_t i = 0; i < n; ++i) {
-    const std::string& t = v.tokens[i].text;
-    if (one_of(t, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",
-                   "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
-                   "<|end_of_text|>", "<end_of_utterance>"})) {
-      eog[i] = 1;
-      make_control(int32_t(i));
-    }
-    // gpt-oss: these are always rendered.
-    if (one_of(t, {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})) {
-      v.tokens[i].attr = ATTR_USER_DEFINED;
-      v.tokens[i].type = TokenType::UserDefined;
-    }
-  }
+  for (const char* t : {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
+                        "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>",
+                        "<end_of_utterance>"})
+    v.for_each_id_of(t, [&](int32_t i) {
+      eog[size_t(i)] = 1;
+      make_control(i);
+    });
+  // gpt-oss: these are always rendered.
+  for (const char* t : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})
+    v.for_each_id_of(t, [&](int32_t i) {
+      v.tokens[size_t(i)].attr = ATTR_USER_DEFINED;
+      v.tokens[size_t(i)].type = TokenType::UserDefined;
+    });
   for (int32_t id : {v.eos, v.eot, v.eom})
     if (id >= 0) eog[id] = 1;
   {
@@ -216,9 +204,9 @@ std::unique_ptr<Tokenizer::Impl> build_impl(detail::Spec spec) {
   if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
     for (int32_t id : v.special_cache) v.tokens[id].attr |= ATTR_RSTRIP;
     auto set_rstrip = [&](const char* text, bool on) {
-      auto it = v.token_to_id.find(text);
-      if (it == v.token_to_id.end()) return;
-      auto& a = v.tokens[it->second].attr;
+      const int32_t id = v.text_to_token(text);
+      if (id < 0) return;
+      auto& a = v.tokens[size_t(id)].attr;
       a = on ? (a | ATTR_RSTRIP) : (a & ~uint32_t(ATTR_RSTRIP));
     };
     set_rstrip("</s>", true);

@@ -37,20 +37,19 @@ std::string Tokenizer::Impl::compute_piece(int32_t id) const {
   }
   if (t.attr & ATTR_NORMAL) {
     // GPT-2 code points back to bytes; llama.cpp marks what is not a byte code point.
-    std::string out;
-    const std::string text = detail::sanitize_utf8(t.text);
-    for (size_t i = 0; i < text.size();) {
-      const size_t start = i;
-      const uint32_t cp = detail::next_cpt(text, i);
+    std::string out, unk;
+    detail::for_each_cpt_lenient(t.text, [&](uint32_t cp) {
       const int b = detail::unicode_to_byte(cp);
       if (b >= 0) {
         out.push_back(char(b));
-      } else {
-        out += "[UNK_BYTE_0x";
-        for (size_t k = start; k < i; ++k) out += fmt::format("{:02x}", uint8_t(text[k]));
-        out += t.text + "]";
+        return;
       }
-    }
+      unk.clear();
+      detail::append_utf8(unk, cp);  // (the code point's bytes as the sanitized text has them)
+      out += "[UNK_BYTE_0x";
+      for (char c : unk) out += fmt::format("{:02x}", uint8_t(c));
+      out += t.text + "]";
+    });
     return out;
   }
   return {};

@@ -9,6 +9,7 @@
 #include "tokenizer/pair_map.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/spec.h"
+#include "tokenizer/text_map.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::tok {
@@ -39,11 +40,12 @@ struct Tokenizer::Impl {
     uint32_t attr = ATTR_NORMAL;
   };
   std::vector<Token> tokens;
-  std::unordered_map<std::string, int32_t> token_to_id;
-  // BPE merge ranks keyed by merge_key(left, right), and the same merges by token ids for
-  // the pairs whose both sides are tokens (nearly all; the string map covers the rest).
-  std::unordered_map<std::string, int32_t> bpe_ranks;
+  detail::TextMap text_ids;  // over tokens[].text
+  // BPE merges by token ids where both sides are tokens (nearly all), and by
+  // merge_key(left, right) the rest: a pair with a side that is not a token can only match
+  // those, so tokenize_bpe looks the string map up only for such pairs.
   detail::PairMap bpe_pairs;
+  std::unordered_map<std::string, int32_t> bpe_ranks;
   int32_t byte_token[256];  // BPE: id of the GPT-2 code point standing for each byte, or -1
   std::unique_ptr<detail::PreTokenizer> pretok;
 
@@ -58,7 +60,13 @@ struct Tokenizer::Impl {
   std::string pre_canonical;
 
   static std::string merge_key(std::string_view left, std::string_view right);
+  // The id of a token text (the last one when the vocabulary repeats it), or -1.
   int32_t text_to_token(std::string_view text) const;
+  // Every id of a token text, from the last down.
+  template <class F>
+  void for_each_id_of(std::string_view text, F f) const {
+    for (int32_t id = text_to_token(text); id >= 0; id = text_ids.before(id)) f(id);
+  }
   void check_id(int32_t id) const;
 
   // One raw-text fragment (no special tokens inside) to ids.

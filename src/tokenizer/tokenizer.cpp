@@ -21,12 +21,7 @@ std::string Tokenizer::Impl::merge_key(std::string_view left, std::string_view r
 }
 
 int32_t Tokenizer::Impl::text_to_token(std::string_view text) const {
-  // C++20 unordered_map has no heterogeneous lookup without a transparent hash; a
-  // thread-local buffer avoids an allocation per lookup.
-  thread_local std::string buf;
-  buf.assign(text);
-  auto it = token_to_id.find(buf);
-  return it == token_to_id.end() ? -1 : it->second;
+  return text_ids.find(text, [this](size_t i) { return std::string_view(tokens[i].text); });
 }
 
 void Tokenizer::Impl::check_id(int32_t id) const {

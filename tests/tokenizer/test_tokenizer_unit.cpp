@@ -1,8 +1,14 @@
 // Behaviour that needs no test data: the byte-level vocabulary, pieces, streaming decode,
-// bad ids.
+// bad ids, the text -> id map, merges through a text that is not a token.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
 #include "common/error.h"
+#include "tokenizer/text_map.h"
 #include "tokenizer/tokenizer.h"
 
 using minfer::tok::Tokenizer;
@@ -78,6 +84,59 @@ TEST(StreamDecoder, FlushReturnsAnIncompleteTail) {
   EXPECT_EQ(sd.flush(), "\xE2\x82");
   // A stray continuation byte is not held back.
   EXPECT_EQ(sd.push(0x82), "\x82");
+}
+
+TEST(TextMap, DuplicatesMapToTheLastIdAndChainDown) {
+  auto name = [](int i) {
+    std::string s = "t";
+    s += std::to_string(i);
+    return s;
+  };
+  std::vector<std::string> texts = {"a", "b", "a", "c", "a", ""};
+  for (int i = 0; i < 5000; ++i) texts.push_back(name(i));  // (probe chains)
+  auto text = [&](size_t i) { return std::string_view(texts[i]); };
+  minfer::tok::detail::TextMap m;
+  EXPECT_EQ(m.find("a", text), -1);  // empty: nothing
+  m.build(texts.size(), text);
+  EXPECT_EQ(m.find("a", text), 4);
+  EXPECT_EQ(m.before(4), 2);
+  EXPECT_EQ(m.before(2), 0);
+  EXPECT_EQ(m.before(0), -1);
+  EXPECT_EQ(m.find("b", text), 1);
+  EXPECT_EQ(m.before(1), -1);
+  EXPECT_EQ(m.find("", text), 5);
+  EXPECT_EQ(m.find("ab", text), -1);
+  EXPECT_EQ(m.find("t", text), -1);
+  for (int i = 0; i < 5000; ++i) ASSERT_EQ(m.find(name(i), text), 6 + i);
+}
+
+// A repeated end-of-turn text: every id of it ends generation, the lowest is EOT (llama.cpp
+// detects EOT by text and takes the lowest id).
+TEST(ByteLevel, RepeatedSpecialTextsAllEndGeneration) {
+  auto tok = Tokenizer::byte_level({"<|eos|>", "<|im_end|>", "x", "<|im_end|>"});
+  EXPECT_EQ(tok->eot(), 257);
+  EXPECT_TRUE(tok->is_eog(257));
+  EXPECT_TRUE(tok->is_eog(259));
+  EXPECT_FALSE(tok->is_eog(258));
+  EXPECT_EQ(tok->eog_ids(), (std::vector<int32_t>{256, 257, 259}));
+  EXPECT_EQ(tok->find_token("<|im_end|>"), 259);  // the last id, as llama.cpp's token_to_id
+}
+
+// "a b" makes "ab", which is not a token; "ab c" then makes the token "abc". The second merge
+// has a side that is no token, so it is found by text, not by token ids.
+TEST(Bpe, MergesThroughATextThatIsNotAToken) {
+  const auto dir = std::filesystem::temp_directory_path() / ("minfer-bpe-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "tokenizer.json";
+  std::ofstream(path) << R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2, "abc": 3, "d": 4, "x\u20acy": 5},
+      "merges": ["a b", "ab c", "c d"]}, "pre_tokenizer": {"type": "ByteLevel"}})";
+  auto tok = Tokenizer::from_hf(path.string());
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(tok->encode("abc", false, false), (std::vector<int32_t>{3}));
+  EXPECT_EQ(tok->encode("ab", false, false), (std::vector<int32_t>{0, 1}));  // bytes of a non-token
+  EXPECT_EQ(tok->encode("abcd", false, false), (std::vector<int32_t>{3, 4}));  // rank order: "ab c" first
+  // A code point that stands for no byte: llama.cpp's marker with its UTF-8 bytes and the text.
+  EXPECT_EQ(tok->token_to_piece(5), "x[UNK_BYTE_0xe282acx\xE2\x82\xACy]y");
 }
 
 }  // namespace
