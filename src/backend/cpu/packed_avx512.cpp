@@ -256,11 +256,18 @@ inline void vnni_group(const uint8_t* grp, const uint8_t* pan, int64_t nb, const
 }
 
 // Groups g0 and g1 (y, y + 16) for all nt tokens: 4-token pair tiles, the rest one token a group.
+// next: as vnni_group's, fetched a slice before each pair tile.
 template <class P>
 inline void vnni_pair(const uint8_t* g0, const uint8_t* g1, const uint8_t* p0, const uint8_t* p1, int64_t nb,
-                      const PackedAct& x, int64_t nt, float* y, int64_t ldy) {
+                      const PackedAct& x, int64_t nt, float* y, int64_t ldy, const uint8_t* next = nullptr,
+                      size_t next_bytes = 0) {
+  const size_t slice = next ? (next_bytes / size_t(nt / 4 + 1) + 63) & ~size_t(63) : 0;
   int64_t t0 = 0;
-  for (; t0 + 4 <= nt; t0 += 4) vnni_tile2<P, 4>(g0, g1, p0, p1, nb, x, t0, y, y + 16, ldy);
+  for (size_t o = 0; t0 + 4 <= nt; t0 += 4) {
+    for (const size_t end = std::min(next_bytes, o + slice); o < end; o += 64)
+      _mm_prefetch((const char*)(next + o), _MM_HINT_T2);
+    vnni_tile2<P, 4>(g0, g1, p0, p1, nb, x, t0, y, y + 16, ldy);
+  }
   for (; t0 < nt; ++t0) {
     vnni_tile<P, 1>(g0, p0, nb, x, t0, y, ldy);
     vnni_tile<P, 1>(g1, p1, nb, x, t0, y + 16, ldy);
@@ -273,6 +280,14 @@ inline void vnni_pair(const uint8_t* g0, const uint8_t* g1, const uint8_t* p0, c
 // 3072 x 1024 x 128: Q5_0 269 -> 324 GOP/s, Q4_0 461 -> 474 (median of 6); 1024 x 3072 (the
 // decoded group past L1): Q5_0 259 -> 298, Q4_0 unchanged.
 constexpr int64_t kDecodeOnceTokens = 16;
+
+// A decoded pair tile fetches the next pair's groups while it runs (vnni_pair's next), when they
+// are at most this long, so that their decode does not wait on memory: AMD Zen 5, one core,
+// Gemm128PackedCold Q4_0 GOP/s, 1152 x 896 528-554 -> 569-573, 896 x 896 520-544 -> 559-579,
+// 4096 x 1024 545-553 -> 564-586, 9728 x 896 541-565 -> 569-577; 896 x 4864 (87 KiB a pair)
+// 509-535 -> 497-525, so not there. Q8_0's pairs (read in place, no decode) measured slower
+// with it (qwen3-0.6b Q8_0 pp128 -2 to -8 %).
+constexpr size_t kPairPrefetchMax = 64 << 10;
 
 template <class P>
 void gemm_vnni(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const PackedAct& x,
@@ -288,9 +303,13 @@ void gemm_vnni(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const 
     for (; g + 1 < n_groups; g += 2) {
       const uint8_t* g0 = wp + size_t(g) * gb;
       if (pan) {
+        // The groups after this pair (a pair, or the last one alone), fetched while it runs for
+        // their decode, unless they are long rows (kPairPrefetchMax).
+        const size_t next_bytes = std::min<int64_t>(2, n_groups - g - 2) * gb;
+        const uint8_t* next = g + 2 < n_groups && next_bytes <= kPairPrefetchMax ? g0 + 2 * gb : nullptr;
         Decoded<P>::decode(g0, nb, pan);
         Decoded<P>::decode(g0 + gb, nb, pan1);
-        vnni_pair<Decoded<P>>(g0, g0 + gb, pan, pan1, nb, x, nt, y + 16 * g, ldy);
+        vnni_pair<Decoded<P>>(g0, g0 + gb, pan, pan1, nb, x, nt, y + 16 * g, ldy, next, next_bytes);
       } else if constexpr (plain) {
         vnni_pair<P>(g0, g0 + gb, nullptr, nullptr, nb, x, nt, y + 16 * g, ldy);
       }
