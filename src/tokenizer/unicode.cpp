@@ -33,28 +33,30 @@ namespace {
 
 // GPT-2's encoder.py: printable Latin-1 bytes stand for themselves; the others are moved to
 // 256, 257, ... in byte order (0x00-0x20, 0x7F-0xA0 and 0xAD: 68 of them).
-constexpr bool gpt2_printable(int b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE; }
+constexpr std::array<uint32_t, 256> kCodePointOfByte = [] {
+  std::array<uint32_t, 256> t{};
+  uint32_t next = 256;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+    t[b] = printable ? uint32_t(b) : next++;
+  }
+  return t;
+}();
 constexpr uint32_t kByteCodePoints = 256 + 68;
-static_assert([] {
-  int moved = 0;
-  for (int b = 0; b < 256; ++b) moved += !gpt2_printable(b);
-  return moved;
-}() == kByteCodePoints - 256);
+static_assert(kCodePointOfByte[255] == 255 && kCodePointOfByte[0xAD] == kByteCodePoints - 1);
 
-// Byte of each code point below kByteCodePoints, -1 for none.
+// The inverse: the byte of each code point below kByteCodePoints, -1 for none.
 constexpr std::array<int16_t, kByteCodePoints> kByteOfCodePoint = [] {
   std::array<int16_t, kByteCodePoints> t{};
   for (auto& v : t) v = -1;
-  uint32_t next = 256;
-  for (int b = 0; b < 256; ++b) t[gpt2_printable(b) ? uint32_t(b) : next++] = int16_t(b);
+  for (int b = 0; b < 256; ++b) t[kCodePointOfByte[b]] = int16_t(b);
   return t;
 }();
 
 struct ByteTables {
   std::array<std::string, 256> to_unicode;
   ByteTables() {
-    uint32_t next = 256;
-    for (int b = 0; b < 256; ++b) append_utf8(to_unicode[b], gpt2_printable(b) ? uint32_t(b) : next++);
+    for (int b = 0; b < 256; ++b) append_utf8(to_unicode[b], kCodePointOfByte[b]);
   }
 };
 
