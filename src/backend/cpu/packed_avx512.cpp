@@ -236,16 +236,32 @@ inline void vnni_tile2(const uint8_t* g0, const uint8_t* g1, const uint8_t* p0, 
   }
 }
 
-// next (when not null): next_bytes to fetch into L2 while the 8-token tiles run, a slice before
-// each: the next group of a decoded call, whose blocks its decode would otherwise wait for.
+// The next groups of a decoded call (bytes at p; none when p is null), whose blocks their decode
+// would otherwise wait for: fetched into L2 a slice before each of the current group's `tiles`
+// token tiles.
+class SlicedFetch {
+ public:
+  SlicedFetch(const uint8_t* p, size_t bytes, int64_t tiles)
+      : p_(p), bytes_(p ? bytes : 0), slice_(p ? (bytes / size_t(tiles + 1) + 63) & ~size_t(63) : 0) {}
+  void next_slice() {
+    for (const size_t end = std::min(bytes_, done_ + slice_); done_ < end; done_ += 64)
+      _mm_prefetch((const char*)(p_ + done_), _MM_HINT_T2);
+  }
+
+ private:
+  const uint8_t* p_;
+  size_t bytes_, slice_, done_ = 0;
+};
+
+// next (when not null): next_bytes fetched while the 8-token tiles run (SlicedFetch): the next
+// group of a decoded call.
 template <class P>
 inline void vnni_group(const uint8_t* grp, const uint8_t* pan, int64_t nb, const PackedAct& x,
                        int64_t t0, int64_t nt, float* y, int64_t ldy, const uint8_t* next = nullptr,
                        size_t next_bytes = 0) {
-  const size_t slice = next ? (next_bytes / size_t((nt - t0) / 8 + 1) + 63) & ~size_t(63) : 0;
-  for (size_t o = 0; t0 + 8 <= nt; t0 += 8) {
-    for (const size_t end = std::min(next_bytes, o + slice); o < end; o += 64)
-      _mm_prefetch((const char*)(next + o), _MM_HINT_T2);
+  SlicedFetch fetch(next, next_bytes, (nt - t0) / 8);
+  for (; t0 + 8 <= nt; t0 += 8) {
+    fetch.next_slice();
     vnni_tile<P, 8>(grp, pan, nb, x, t0, y, ldy);
   }
   for (; t0 + 4 <= nt; t0 += 4) vnni_tile<P, 4>(grp, pan, nb, x, t0, y, ldy);
@@ -261,11 +277,10 @@ template <class P>
 inline void vnni_pair(const uint8_t* g0, const uint8_t* g1, const uint8_t* p0, const uint8_t* p1, int64_t nb,
                       const PackedAct& x, int64_t nt, float* y, int64_t ldy, const uint8_t* next = nullptr,
                       size_t next_bytes = 0) {
-  const size_t slice = next ? (next_bytes / size_t(nt / 4 + 1) + 63) & ~size_t(63) : 0;
+  SlicedFetch fetch(next, next_bytes, nt / 4);
   int64_t t0 = 0;
-  for (size_t o = 0; t0 + 4 <= nt; t0 += 4) {
-    for (const size_t end = std::min(next_bytes, o + slice); o < end; o += 64)
-      _mm_prefetch((const char*)(next + o), _MM_HINT_T2);
+  for (; t0 + 4 <= nt; t0 += 4) {
+    fetch.next_slice();
     vnni_tile2<P, 4>(g0, g1, p0, p1, nb, x, t0, y, y + 16, ldy);
   }
   for (; t0 < nt; ++t0) {
