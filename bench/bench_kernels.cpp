@@ -16,6 +16,7 @@
 #include "backend/cpu/backend.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/packed_gemm.h"
 #include "backend/cpu/repack.h"
 #include "backend/cpu/threadpool.h"
 #include "kernels/random_weights.h"
@@ -214,6 +215,33 @@ BENCHMARK(Attention)
     ->Args({2048, 0, 1, 2, 1})
     ->Args({2048, 0, 1, 2, 0})
     ->UseRealTime();
+
+// A prompt's activations for the packed K-quant kernels: 128 tokens of `cols` floats to Q8_K rows
+// and their Q8KSums (packed_act_quantize_k; isa 1 is the AVX2 row and the scalar sums), once per
+// matmul. GB/s of floats read. Args: cols, isa.
+void ActQuantQ8K(benchmark::State& st) {
+  const int64_t cols = st.range(0), nt = 128, nsb = cols / 256;
+  const Isa isa = Isa(st.range(1));
+  if (!isa_supported(isa)) {
+    st.SkipWithError("ISA not available on this CPU");
+    return;
+  }
+  force_isa(isa);
+  std::mt19937 rng(1);
+  const auto x = test::random_floats(size_t(nt * cols), rng);
+  std::vector<quant::block_q8_K> row(size_t(nt * nsb));
+  std::vector<Q8KSums> sums(row.size());
+  for (auto _ : st) {
+    for (int64_t t = 0; t < nt; ++t)
+      packed_act_quantize_k(x.data() + t * cols, nsb, reinterpret_cast<uint8_t*>(row.data() + t * nsb),
+                            sums.data() + t * nsb);
+    benchmark::DoNotOptimize(sums.data());
+  }
+  st.counters["GB/s"] = benchmark::Counter(4.0 * double(nt * cols) * double(st.iterations()),
+                                           benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  reset_isa();
+}
+BENCHMARK(ActQuantQ8K)->ArgNames({"cols", "isa"})->ArgsProduct({{1024, 3072}, {0, 1, 3}});
 
 // The machine's memory read bandwidth now, the denominator of the decode bound (31 GB/s on 2
 // cores of a quiet host here): the threads sum 64-byte lines of a 1 GiB buffer on 2 MiB pages,

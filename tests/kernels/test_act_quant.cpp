@@ -110,6 +110,7 @@ TEST(ActQuant, FloatConversions) {
 #include <random>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/packed_gemm.h"
 #include "kernels/random_weights.h"
 
 namespace minfer::cpu {
@@ -147,6 +148,33 @@ TEST(ActQuant, EveryIsaPathGivesTheScalarBytes) {
     EXPECT_EQ(0, std::memcmp(r0.data(), g0.data(), r0.size() * sizeof(r0[0]))) << isa_name(isa);
     EXPECT_EQ(0, std::memcmp(r1.data(), g1.data(), r1.size() * sizeof(r1[0]))) << isa_name(isa);
     EXPECT_EQ(0, std::memcmp(rk.data(), gk.data(), rk.size() * sizeof(rk[0]))) << isa_name(isa);
+  }
+  reset_isa();
+}
+
+// The packed K-quant kernels' activations: the Q8_K row and its Q8KSums in one pass must be the
+// scalar row and q8k_sums of it, on every ISA (the sums' fields are each read by some kernel).
+TEST(ActQuant, Q8KRowWithSumsIsTheRowAndItsSums) {
+  std::mt19937 rng(11);
+  auto x = test::random_floats(256 * 4, rng, 4.0f);
+  for (int i = 0; i < 256; ++i) x[256 + i] = 0.0f;  // an all-zero super-block
+  x[512 + 100] = 40.0f;                             // a positive largest value
+  for (int i = 0; i < 256; ++i) x[768 + i] = float((i * 37) % 255) - 127.0f;  // bsums far from 0
+  constexpr int64_t kSb = 4;
+  std::vector<quant::block_q8_K> want_row(kSb), row(kSb);
+  std::vector<Q8KSums> want(kSb), got(kSb);
+  force_isa(Isa::Scalar);
+  quantize_act_q8_K(x.data(), want_row.data(), 256 * kSb);
+  q8k_sums(reinterpret_cast<const uint8_t*>(want_row.data()), kSb, want.data());
+  EXPECT_EQ(want[3].bsum[0], want_row[3].bsums[0]);
+  EXPECT_NE(want[3].pair16[0], 0);
+  for (Isa isa : supported_isas()) {
+    force_isa(isa);
+    std::memset(got.data(), 0x5A, got.size() * sizeof(got[0]));  // every field must be written
+    packed_act_quantize_k(x.data(), kSb, reinterpret_cast<uint8_t*>(row.data()), got.data());
+    EXPECT_EQ(0, std::memcmp(want_row.data(), row.data(), row.size() * sizeof(row[0]))) << isa_name(isa);
+    for (int64_t b = 0; b < kSb; ++b)
+      EXPECT_EQ(0, std::memcmp(&want[size_t(b)], &got[size_t(b)], sizeof(Q8KSums))) << isa_name(isa) << " block " << b;
   }
   reset_isa();
 }

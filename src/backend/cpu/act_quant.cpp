@@ -81,6 +81,8 @@ void quantize_act_q8_1(const float* x, quant::block_q8_1* y, int64_t n) {
 }
 
 void quantize_act_q8_K(const float* x, quant::block_q8_K* y, int64_t n) {
+  if (active_isa() >= Isa::Avx512)
+    if (const Q8KSumsFn f = quantize_q8_K_avx512()) return f(x, n / quant::QK_K, y, nullptr);
   if (active_isa() >= Isa::Avx2)
     if (const Q8KRowFn f = quantize_q8_K_avx2()) return f(x, y, n);
   for (int64_t b = 0; b < n / quant::QK_K; ++b, x += quant::QK_K) {

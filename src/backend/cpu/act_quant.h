@@ -40,6 +40,13 @@ using Q8TilesFn = void (*)(const float* x, int64_t nb, quant::block_q8_0* row, i
                            uint8_t* tq, float* d, int32_t* c);
 Q8TilesFn quantize_q8_0_avx512();
 
+// The AVX-512 Q8_K quantizer (act_quant_avx512.cpp; nullptr where not compiled), which
+// quantize_act_q8_K and packed_act_quantize_k dispatch to: nsb super-blocks from x into y, and,
+// when ks is not null, their Q8KSums (packed_gemm.h) as q8k_sums makes them from y.
+struct Q8KSums;
+using Q8KSumsFn = void (*)(const float* x, int64_t nsb, quant::block_q8_K* y, Q8KSums* ks);
+Q8KSumsFn quantize_q8_K_avx512();
+
 // Converts n floats into `vdt` (one of vec_dot_type's results); returns bytes written.
 // n must be a multiple of vdt's block size.
 size_t quantize_act(GgmlType vdt, const float* x, void* y, int64_t n);

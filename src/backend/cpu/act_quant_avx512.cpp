@@ -9,6 +9,9 @@
 // Bit-identical to the AVX2/scalar rows re-laid by packed_act_quantize's fallback: the same
 // divisions, x * id rounded half to even, saturated to int8 as the AVX2 packs do; a maximum does
 // not depend on the order in which it is taken.
+// Q8_K (the K-quants' activations) likewise: one super-block a step, its bsums and the packed
+// kernels' Q8KSums by the same reduction, instead of a horizontal sum per 16 quants (AVX2) and a
+// scalar pass over the row afterwards (q8k_sums).
 #include <algorithm>
 #include <cstdint>
 
@@ -119,9 +122,70 @@ void q8_0_avx512(const float* x, int64_t nb, quant::block_q8_0* row, int offset,
   }
 }
 
+// Q8_K, one super-block of 256 a step: its 16 vectors stay in registers from the maximum to the
+// quants, and the 16 bsums (one vector's sum each) are one reduce16. The scalar loop's strict >
+// keeps the first value of largest magnitude: the first vector holding |x| == amax, its lowest
+// lane. Quants as the AVX2 path's: x * iscale rounded half to even, capped at 127.
+// ks (when not null) gets the packed K-quant kernels' Q8KSums from the bsums while in registers.
+void q8_K_avx512(const float* x, int64_t nsb, quant::block_q8_K* y, Q8KSums* ks) {
+  for (int64_t b = 0; b < nsb; ++b, x += 256) {
+    __m512 v[16];
+    __m512 m = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) {
+      v[k] = _mm512_loadu_ps(x + 16 * k);
+      m = _mm512_max_ps(m, _mm512_abs_ps(v[k]));
+    }
+    const float amax = _mm512_reduce_max_ps(m);
+    if (amax == 0.0f) {
+      y[b].d = 0.0f;
+      __builtin_memset(y[b].qs, 0, sizeof(y[b].qs));
+      __builtin_memset(y[b].bsums, 0, sizeof(y[b].bsums));
+      if (ks) __builtin_memset(&ks[b], 0, sizeof(Q8KSums));
+      continue;
+    }
+    const __m512 am = _mm512_set1_ps(amax);
+    float max = 0.0f;
+    for (int k = 0; k < 16; ++k)
+      if (const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(v[k]), am, _CMP_EQ_OQ)) {
+        max = x[16 * k + __builtin_ctz(unsigned(hit))];
+        break;
+      }
+    const float iscale = -127.f / max;
+    const __m512 is = _mm512_set1_ps(iscale);
+    const __m512i cap = _mm512_set1_epi32(127);
+    __m512 q[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) {
+      constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+      const __m512i qi = _mm512_min_epi32(_mm512_cvt_roundps_epi32(_mm512_mul_ps(v[k], is), kRound), cap);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16 * k), _mm512_cvtsepi32_epi8(qi));
+      q[k] = _mm512_castsi512_ps(qi);
+    }
+    // (|q| <= 127: the int32 sums are the stored bytes' sums, and fit int16.)
+    const __m512i bsum = _mm512_castps_si512(reduce16(q, add_epi32));
+    const __m256i bsum16 = _mm512_cvtepi32_epi16(bsum);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].bsums), bsum16);
+    y[b].d = 1.0f / iscale;
+    if (!ks) continue;
+    // q8k_sums' fields, lane for lane.
+    Q8KSums& s = ks[b];
+    s.d = y[b].d;
+    _mm512_storeu_si512(s.bsum, bsum);
+    _mm512_storeu_si512(s.q6c, _mm512_mullo_epi32(bsum, _mm512_set1_epi32(-32)));
+    _mm512_storeu_si512(s.off128_16, _mm512_mullo_epi32(bsum, _mm512_set1_epi32(-128)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(s.bsum16), bsum16);
+    const __m256i pair = _mm256_madd_epi16(bsum16, _mm256_set1_epi16(1));  // bsum 2j + bsum 2j+1
+    _mm256_storeu_ps(s.pairf, _mm256_cvtepi32_ps(pair));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(s.off128_32), _mm256_mullo_epi32(pair, _mm256_set1_epi32(-128)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(s.pair16), _mm256_cvtepi32_epi16(pair));
+  }
+}
+
 }  // namespace
 
 Q8TilesFn quantize_q8_0_avx512() { return &q8_0_avx512; }
+Q8KSumsFn quantize_q8_K_avx512() { return &q8_K_avx512; }
 
 }  // namespace minfer::cpu
 
@@ -131,6 +195,7 @@ Q8TilesFn quantize_q8_0_avx512() { return &q8_0_avx512; }
 
 namespace minfer::cpu {
 Q8TilesFn quantize_q8_0_avx512() { return nullptr; }
+Q8KSumsFn quantize_q8_K_avx512() { return nullptr; }
 }  // namespace minfer::cpu
 
 #endif

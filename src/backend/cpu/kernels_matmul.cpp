@@ -170,8 +170,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     if (sums) {
       packed_act_quantize(w0.type, x + t * cols, nb, t, tile, row, tails, tq, xd, xc, tw, xm);
     } else {
-      quantize_act(at, x + t * cols, row, cols);
-      q8k_sums(row, nb, ks + t * nb);
+      packed_act_quantize_k(x + t * cols, nb, row, ks + t * nb);
     }
   };
   // The _0 types: one work item per activation tile (its tokens share cache lines of tq, d and

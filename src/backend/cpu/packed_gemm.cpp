@@ -151,6 +151,14 @@ void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out) {
   }
 }
 
+void packed_act_quantize_k(const float* x, int64_t nsb, uint8_t* row, Q8KSums* out) {
+  auto* y = reinterpret_cast<quant::block_q8_K*>(row);
+  if (active_isa() >= Isa::Avx512)
+    if (const Q8KSumsFn f = quantize_q8_K_avx512()) return f(x, nsb, y, out);
+  quantize_act_q8_K(x, y, nsb * quant::QK_K);
+  q8k_sums(row, nsb, out);
+}
+
 GgmlType packed_act_type(GgmlType wtype) {
   return packed_kquant(wtype) ? GgmlType::Q8_K : packed_has_mins(wtype) ? GgmlType::Q8_1 : GgmlType::Q8_0;
 }

@@ -39,6 +39,8 @@ struct Q8KSums {
   int32_t off128_16[16];
 };
 void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out);  // a Q8_K row's nsb blocks
+// nsb super-blocks of activations quantized to a Q8_K row (quantize_act_q8_K) and its q8k_sums.
+void packed_act_quantize_k(const float* x, int64_t nsb, uint8_t* row, Q8KSums* out);
 
 // The _0 types read Q8_0 blocks re-laid block-major in tiles of `tile` tokens: the quants of
 // token t's block b at tq + 32 * act_index(t, b, nb, tile), its scale (float) and offset
