@@ -3,7 +3,8 @@
 # running llama.cpp's native mini-bench and then `minfer bench`, so that the machine's load
 # drifts over both alike. Prints per-round numbers and a summary table with the medians over
 # rounds and the ratios minfer / llama.cpp for pp128, pp512 and tg64, the targets
-# (decode >= 2x, prefill >= 3x) and the memory-bandwidth bound of decode.
+# (decode >= 2x, prefill >= 3x) and the memory-bandwidth bound of decode, and what each engine's
+# decode reads: whether 2x llama.cpp's reading is within the read bandwidth measured this sitting.
 #
 # usage: bench/compare-llamacpp.sh MODEL.gguf [THREADS]
 # env:   LLAMACPP_ORACLE  the installed oracle folder (default /tmp/oracle)
@@ -151,6 +152,20 @@ for (const r of rows) {
   // At a depth a step also reads the KV cache: the weights-only bound does not apply.
   const pct = r.test.startsWith("tg") && !r.test.includes("@") && !cached ? `${(100 * m / bound).toFixed(0)} %` : "";
   console.log(`| ${r.test} | ${l.toFixed(2)} | ${m.toFixed(2)} | ${ratio.toFixed(2)}x ${ratio >= target(r.test) ? "(met)" : "(not met)"} | ${target(r.test).toFixed(1)}x | ${pct} |`);
+}
+// What each engine's decode reads (weights per token x tokens/s) and what the decode target would
+// need: where 2x llama.cpp's reading exceeds the read bandwidth of the sitting, no engine can meet
+// the target on this host, whatever its kernels do.
+const tgRow = rows.find((r) => r.test === `tg${tg}`);
+if (tgRow && !cached) {
+  const gbs = (tps) => tps * info.bytes_per_token / 1e9;
+  const l = gbs(median(tgRow.llama)), m = gbs(median(tgRow.minfer));
+  let line = `\ndecode reads: llama.cpp ${l.toFixed(1)} GB/s, minfer ${m.toFixed(1)} GB/s; 2x llama.cpp needs ${(2 * l).toFixed(1)} GB/s`;
+  if (readBefore && readAfter) {
+    const most = Math.max(Number(readBefore), Number(readAfter));
+    line += ` (MemRead at most ${most.toFixed(1)} this sitting: ${2 * l <= most ? "within it" : "beyond it"}; minfer ${(100 * m / most).toFixed(0)} % of it)`;
+  }
+  console.log(line);
 }
 console.log("\nper round (median of reps), llama.cpp / minfer:");
 for (const r of rows) console.log(`  ${r.test}: ${r.llama.map((v, i) => `${v.toFixed(1)}/${(r.minfer[i] ?? NaN).toFixed(1)}`).join("  ")}`);
