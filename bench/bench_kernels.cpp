@@ -243,6 +243,30 @@ void ActQuantQ8K(benchmark::State& st) {
 }
 BENCHMARK(ActQuantQ8K)->ArgNames({"cols", "isa"})->ArgsProduct({{1024, 3072}, {0, 1, 3}});
 
+// Load-time repacking (pack_weight, threads as the loader's pool) of a 3072 x 1024 matrix into a
+// buffer already touched, as loading a model repacks each matrix: GB/s of GGUF bytes.
+void PackWeight(benchmark::State& st, GgmlType t) {
+  constexpr int64_t rows = 3072, cols = 1024;
+  set_threads(int(st.range(0)));
+  std::mt19937 rng(1);
+  const auto w = test::random_weights(t, rows, cols, rng);
+  const WeightView wv{t, w.data(), rows, cols, row_size(t, cols)};
+  AlignedBuffer out = aligned_buffer(packed_bytes(t, rows, cols));
+  std::memset(out.get(), 0, packed_bytes(t, rows, cols));
+  for (auto _ : st) {
+    pack_weight(wv, out.get());
+    benchmark::DoNotOptimize(out.get());
+  }
+  st.counters["GB/s"] = benchmark::Counter(double(w.size()) * double(st.iterations()),
+                                           benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  set_threads(0);
+}
+BENCHMARK_CAPTURE(PackWeight, Q8_0, GgmlType::Q8_0)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK_CAPTURE(PackWeight, Q4_0, GgmlType::Q4_0)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK_CAPTURE(PackWeight, Q5_0, GgmlType::Q5_0)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK_CAPTURE(PackWeight, Q4_K, GgmlType::Q4_K)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK_CAPTURE(PackWeight, Q6_K, GgmlType::Q6_K)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+
 // The machine's memory read bandwidth now, the denominator of the decode bound (31 GB/s on 2
 // cores of a quiet host here): the threads sum 64-byte lines of a 1 GiB buffer on 2 MiB pages,
 // 256 chunks handed out as the matmuls' work items are. On a shared host it shows how much of

@@ -26,7 +26,17 @@ int packed_offset(GgmlType type) {
 
 namespace {
 
-// One group: rows r0..r0+15 of w.
+inline uint32_t load4(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline void store4(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+
+// One group: rows r0..r0+15 of w. A row's 4 columns of a chunk are one 32-bit word in both
+// layouts, and a row's fifth bits of a chunk 4 bits of its 64-bit mask, so a block moves in
+// words: byte-wise copies and a bit loop ran at 1.7 GB/s (Q8_0) and 0.15 GB/s (Q5_0) of GGUF
+// bytes on a core, a third of a model's load time.
 void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
   const int64_t nb = w.cols / 32;
   const size_t qb = packed_quant_bytes(w.type), hb = packed_head_bytes(w.type);
@@ -34,42 +44,33 @@ void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
   // IQ4_NL's nibbles are copied as Q4_0's: the kernels look their values up.
   const bool q8 = w.type == GgmlType::Q8_0, q5 = w.type == GgmlType::Q5_0 || w.type == GgmlType::Q5_1;
   const bool mins = packed_has_mins(w.type);
+  const int words = q8 ? 8 : 4;                 // 32-bit words of quants a row and block
+  const uint32_t flip = q8 ? 0x80808080u : 0u;  // Q8_0 is stored + 128 (unsigned)
   // GGUF blocks: d, [m], [qh], qs.
   const size_t qh_at = mins ? 4 : 2, qs_at = qh_at + (q5 ? 4 : 0);
-  std::memset(out, 0, packed_group_bytes(w.type, w.cols));  // the Q5_0 masks, an odd pair's half
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* q = out + packed_quants_at(qb, b, hb);
     uint8_t* scales = out + packed_scales_at(qb, b, hb);
+    uint64_t mask[8] = {};  // Q5: chunk k's fifth bits, bit 4 r + j for column 4 k + j of row r
     for (int r = 0; r < kPackRows; ++r) {
       const uint8_t* blk = w.data + size_t(r0 + r) * w.row_bytes + size_t(b) * bb;
       std::memcpy(scales + 2 * r, blk, 2);  // d (F16) comes first in all of them
       if (mins) std::memcpy(scales + 64 + 2 * r, blk + 2, 2);  // m
       const uint8_t* qs = blk + qs_at;
-      for (int k4 = 0; k4 < (q8 ? 8 : 4); ++k4)
-        for (int j = 0; j < 4; ++j) {
-          const uint8_t v = qs[4 * k4 + j];
-          q[64 * k4 + 4 * r + j] = q8 ? uint8_t(v ^ 0x80) : v;
-        }
+      for (int k = 0; k < words; ++k) store4(q + 64 * k + 4 * r, load4(qs + 4 * k) ^ flip);
       if (q5) {
-        uint32_t qh;
-        std::memcpy(&qh, blk + qh_at, 4);
-        for (int e = 0; e < 32; ++e)
-          if ((qh >> e) & 1) {
-            // Column e lies in chunk e / 4, byte lane 4 r + e % 4 of that chunk's mask.
-            const int bit = 4 * r + e % 4;
-            q[256 + 8 * (e / 4) + bit / 8] |= uint8_t(1u << (bit % 8));
-          }
+        const uint32_t qh = load4(blk + qh_at);
+        for (int k = 0; k < 8; ++k) mask[k] |= uint64_t((qh >> (4 * k)) & 0xF) << (4 * r);
       }
     }
+    if (q5) std::memcpy(q + 256, mask, sizeof(mask));
+  }
+  if (nb % 2) {  // an odd last block leaves its pair's second half (scales and quants) unused
+    std::memset(out + packed_scales_at(qb, nb, hb), 0, 32);
+    if (mins) std::memset(out + packed_scales_at(qb, nb, hb) + 64, 0, 32);
+    std::memset(out + packed_quants_at(qb, nb, hb), 0, qb);
   }
 }
-
-inline uint32_t load4(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-inline void store4(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 
 // One K-quant group: rows r0..r0+15 of w (layout in repack.h). Four lanes (columns) at a
 // time as 32-bit words: the GGUF nibbles of columns 4c..4c+3 and 16+4c..16+4c+3 of a
