@@ -265,6 +265,7 @@ BENCHMARK_CAPTURE(PackWeight, Q8_0, GgmlType::Q8_0)->ArgName("threads")->Arg(1)-
 BENCHMARK_CAPTURE(PackWeight, Q4_0, GgmlType::Q4_0)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_CAPTURE(PackWeight, Q5_0, GgmlType::Q5_0)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_CAPTURE(PackWeight, Q4_K, GgmlType::Q4_K)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK_CAPTURE(PackWeight, Q5_K, GgmlType::Q5_K)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_CAPTURE(PackWeight, Q6_K, GgmlType::Q6_K)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 
 // The machine's memory read bandwidth now, the denominator of the decode bound (31 GB/s on 2

@@ -26,6 +26,9 @@ int packed_offset(GgmlType type) {
 
 namespace {
 
+// Four 32-bit words at once (GCC's vector extension: SSE2 on x86-64, plain words elsewhere).
+typedef uint32_t U32x4 __attribute__((vector_size(16)));
+
 inline uint32_t load4(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
@@ -83,11 +86,13 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
   const int64_t nsb = w.cols / 256;
   const size_t bb = type_traits(T).type_size;
   constexpr size_t kb = packed_kq_block_bytes(T);
-  for (int64_t b = 0; b < nsb; ++b) {
-    uint8_t* o = out + size_t(b) * kb;
-    std::memset(o, 0, kb);
-    uint8_t* par = o + packed_kq_scales(T);  // scales (and mins)
-    for (int r = 0; r < kPackRows; ++r) {
+  // Row by row, each row's super-blocks one sequential stream (16 rows a super-block apart left
+  // the loads waiting), into the group zeroed first: the bit fields are ORed in.
+  std::memset(out, 0, size_t(nsb) * kb);
+  for (int r = 0; r < kPackRows; ++r) {
+    for (int64_t b = 0; b < nsb; ++b) {
+      uint8_t* o = out + size_t(b) * kb;
+      uint8_t* par = o + packed_kq_scales(T);  // scales (and mins)
       const uint8_t* blk = w.data + size_t(r0 + r) * w.row_bytes + size_t(b) * bb;
       if constexpr (q2 || q3) {
         // Sub-block j is columns 32 (j % 4) + l of half j / 4: bits 2 (j % 4) of qs[32 (j / 4)
@@ -136,14 +141,17 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
           const uint8_t* ql = q->ql + 64 * h + 32 * (rr & 1);
           const uint8_t* qh = q->qh + 32 * h;
           const int sn = 4 * (rr >> 1), sh = 2 * rr;
-          for (int c = 0; c < 4; ++c) {
-            const uint32_t lo = (load4(ql + 4 * c) >> sn) & m4, hi = (load4(ql + 16 + 4 * c) >> sn) & m4;
-            store4(o + packed_kq_quants(T, j, c) + 4 * r, lo | (hi << 4));
-            const uint32_t hl = (load4(qh + 4 * c) >> sh) & m2, hh = (load4(qh + 16 + 4 * c) >> sh) & m2;
-            // Chunk c's high bits go to vector c / 2, at bits 4 (c % 2) (low) and + 2 (high).
-            uint8_t* e = o + packed_kq_extra(T, j) + 64 * (c / 2) + 4 * r;
-            store4(e, load4(e) | (hl << (4 * (c % 2))) | (hh << (4 * (c % 2) + 2)));
-          }
+          U32x4 l0, l1, h0, h1;
+          std::memcpy(&l0, ql, 16);
+          std::memcpy(&l1, ql + 16, 16);
+          std::memcpy(&h0, qh, 16);
+          std::memcpy(&h1, qh + 16, 16);
+          const U32x4 v = ((l0 >> sn) & m4) | (((l1 >> sn) & m4) << 4);
+          for (int c = 0; c < 4; ++c) store4(o + packed_kq_quants(T, j, c) + 4 * r, v[c]);
+          // Chunk c's high bits go to vector c / 2, at bits 4 (c % 2) (low) and + 2 (high).
+          const U32x4 hb = ((h0 >> sh) & m2) | (((h1 >> sh) & m2) << 2);
+          store4(o + packed_kq_extra(T, j) + 4 * r, hb[0] | (hb[1] << 4));
+          store4(o + packed_kq_extra(T, j) + 64 + 4 * r, hb[2] | (hb[3] << 4));
         }
         for (int k = 0; k < 16; ++k) par[16 * k + r] = uint8_t(q->scales[k]);
         std::memcpy(par + kKqD + 2 * r, &q->d, 2);
@@ -155,18 +163,29 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
         for (int j = 0; j < 8; ++j) {
           const uint8_t* src = qs + 32 * (j / 2);
           const int sn = 4 * (j % 2);
-          for (int c = 0; c < 4; ++c) {
-            const uint32_t lo = (load4(src + 4 * c) >> sn) & m4, hi = (load4(src + 16 + 4 * c) >> sn) & m4;
-            store4(o + packed_kq_quants(T, j, c) + 4 * r, lo | (hi << 4));
-            if constexpr (q5) {
-              // Fifth bits: bit j of qh[column]; lane 4 r + i of the chunk's two masks.
-              const uint8_t* qh = reinterpret_cast<const quant::block_q5_K*>(blk)->qh;
+          {
+            U32x4 lo, hi;
+            std::memcpy(&lo, src, 16);
+            std::memcpy(&hi, src + 16, 16);
+            const U32x4 v = ((lo >> sn) & m4) | (((hi >> sn) & m4) << 4);
+            for (int c = 0; c < 4; ++c) store4(o + packed_kq_quants(T, j, c) + 4 * r, v[c]);
+          }
+          if constexpr (q5) {
+            // Fifth bits: bit j of qh[column], column 4 c + i at bit 4 r + i of chunk c's 64-bit
+            // masks (the low half's, then the high half's). The 4 columns' bits (one a byte)
+            // gather into a nibble by one multiply: byte i's bit lands at bit 24 + i.
+            const uint8_t* qh = reinterpret_cast<const quant::block_q5_K*>(blk)->qh;
+            for (int c = 0; c < 4; ++c) {
+              const uint32_t nl = (((load4(qh + 4 * c) >> j) & 0x01010101u) * 0x01020408u) >> 24;
+              const uint32_t nh = (((load4(qh + 16 + 4 * c) >> j) & 0x01010101u) * 0x01020408u) >> 24;
               uint8_t* m = o + packed_kq_extra(T, j) + 16 * c;
-              for (int i = 0; i < 4; ++i) {
-                const int lane = 4 * r + i;
-                m[lane / 8] |= uint8_t(((qh[4 * c + i] >> j) & 1) << (lane % 8));
-                m[8 + lane / 8] |= uint8_t(((qh[16 + 4 * c + i] >> j) & 1) << (lane % 8));
-              }
+              uint64_t ml, mh;
+              std::memcpy(&ml, m, 8);
+              std::memcpy(&mh, m + 8, 8);
+              ml |= uint64_t(nl) << (4 * r);
+              mh |= uint64_t(nh) << (4 * r);
+              std::memcpy(m, &ml, 8);
+              std::memcpy(m + 8, &mh, 8);
             }
           }
           uint8_t sc, mn;
