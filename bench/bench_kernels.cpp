@@ -264,6 +264,9 @@ void PackWeight(benchmark::State& st, GgmlType t) {
 BENCHMARK_CAPTURE(PackWeight, Q8_0, GgmlType::Q8_0)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_CAPTURE(PackWeight, Q4_0, GgmlType::Q4_0)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_CAPTURE(PackWeight, Q5_0, GgmlType::Q5_0)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK_CAPTURE(PackWeight, Q2_K, GgmlType::Q2_K)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK_CAPTURE(PackWeight, Q3_K, GgmlType::Q3_K)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK_CAPTURE(PackWeight, IQ4_XS, GgmlType::IQ4_XS)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_CAPTURE(PackWeight, Q4_K, GgmlType::Q4_K)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_CAPTURE(PackWeight, Q5_K, GgmlType::Q5_K)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_CAPTURE(PackWeight, Q6_K, GgmlType::Q6_K)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();

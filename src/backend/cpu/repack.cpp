@@ -99,19 +99,23 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
         // + l] (and Q3_K's bit j of hmask[l]).
         const uint8_t* qs = q2 ? reinterpret_cast<const quant::block_q2_K*>(blk)->qs
                                : reinterpret_cast<const quant::block_q3_K*>(blk)->qs;
+        // Each word of the packed row takes its 4 chunks' fields from one 4-word vector.
         for (int j = 0; j < 8; ++j) {
           const int sh = 2 * (j % 4);
-          for (int c = 0; c < 4; ++c) {
-            for (int h = 0; h < 2; ++h) {
-              uint8_t* e = o + packed_kq_quants(T, j, h) + 4 * r;
-              store4(e, load4(e) | (((load4(qs + 32 * (j / 4) + 16 * h + 4 * c) >> sh) & m2) << (2 * c)));
-              if constexpr (q3) {  // third bits: bit 4 h + c of byte 4 r + i (repack.h)
-                const uint8_t* hmask = reinterpret_cast<const quant::block_q3_K*>(blk)->hmask;
-                uint8_t* e3 = o + packed_kq_extra(T, j) + 4 * r;
-                store4(e3, load4(e3) | (((load4(hmask + 16 * h + 4 * c) >> j) & 0x01010101u) << (4 * h + c)));
-              }
+          uint32_t third = 0;
+          for (int h = 0; h < 2; ++h) {
+            U32x4 v;
+            std::memcpy(&v, qs + 32 * (j / 4) + 16 * h, 16);
+            const U32x4 f = (v >> sh) & m2;  // chunk c's 2 bits go to bits 2 c
+            store4(o + packed_kq_quants(T, j, h) + 4 * r, f[0] | (f[1] << 2) | (f[2] << 4) | (f[3] << 6));
+            if constexpr (q3) {  // third bits: bit 4 h + c of byte 4 r + i (repack.h)
+              U32x4 hv;
+              std::memcpy(&hv, reinterpret_cast<const quant::block_q3_K*>(blk)->hmask + 16 * h, 16);
+              const U32x4 t = (hv >> j) & 0x01010101u;
+              third |= (t[0] | (t[1] << 1) | (t[2] << 2) | (t[3] << 3)) << (4 * h);
             }
           }
+          if constexpr (q3) store4(o + packed_kq_extra(T, j) + 4 * r, third);
         }
         if constexpr (q2) {
           const auto* q = reinterpret_cast<const quant::block_q2_K*>(blk);
