@@ -9,14 +9,17 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "common/error.h"
 #include "common/test_data.h"
+#include "gguf/gguf.h"
 #include "graph/ir.h"
 #include "runtime/context.h"
 #include "runtime/memory_limit.h"
 #include "runtime/model.h"
+#include "tokenizer/tokenizer.h"
 
 using namespace minfer;
 
@@ -173,6 +176,38 @@ TEST(Context, BadInputsAreErrors) {
   cp.kv_type = GgmlType::Q8_0;
   EXPECT_NO_THROW(runtime::Context(model("tiny-qwen2-q8_0.gguf"), cp));  // heads of 32
   EXPECT_THROW(runtime::Context(model("stories260K.gguf"), cp), Error);  // heads of 8
+}
+
+// Model::load builds the tokenizer on a thread of its own while the weights are staged: a broken
+// vocabulary must still fail the load with its one clear message (rethrown once the staging has
+// finished), and a good copy of the same file must load.
+TEST(Model, BrokenTokenizerFailsTheLoad) {
+  MINFER_REQUIRE_SHARED();
+  auto f = gguf::File::open(test::shared_path("models/stories260K.gguf"));
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string pid = std::to_string(::getpid());
+  auto write_copy = [&](const std::string& path, bool break_tokens) {
+    gguf::Writer w(f->alignment());
+    w.copy_metadata(*f);
+    if (break_tokens)
+      w.set("tokenizer.ggml.tokens", gguf::Value::array(gguf::ValueType::I32, {gguf::Value::i32(1)}));
+    for (const gguf::TensorInfo& t : f->tensors())
+      w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims), t.data);
+    w.write(path);
+  };
+  const std::string good = (dir / ("minfer-tok-good-" + pid + ".gguf")).string();
+  const std::string broken = (dir / ("minfer-tok-broken-" + pid + ".gguf")).string();
+  write_copy(good, false);
+  write_copy(broken, true);
+  EXPECT_EQ(runtime::Model::load(good)->tokenizer().n_vocab(), 512);
+  try {
+    runtime::Model::load(broken);
+    ADD_FAILURE() << "a vocabulary of integers loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.tokens"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(good);
+  std::filesystem::remove(broken);
 }
 
 // A KV cache larger than the memory is refused before anything is allocated (zeroing it would
