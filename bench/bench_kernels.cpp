@@ -185,8 +185,11 @@ void Attention(benchmark::State& st) {
   const GgmlType kvt = st.range(2) ? GgmlType::F16 : GgmlType::F32;
   set_threads(int(st.range(3)));
   std::mt19937 rng(1);
-  std::vector<uint8_t> kmem(kv_region_bytes(kvt, n_head_kv * hd, n, n_head_kv)), vmem(kmem.size());
-  KvRegion k = make_kv_region(kvt, kmem.data(), n_head_kv * hd, n, n_head_kv);
+  // Keys in the layout the KV store gives them on this CPU (kv_keys_blocked).
+  const bool blocked = kv_keys_blocked(kvt);
+  std::vector<uint8_t> kmem(kv_region_bytes(kvt, n_head_kv * hd, n, n_head_kv, blocked));
+  std::vector<uint8_t> vmem(kv_region_bytes(kvt, n_head_kv * hd, n, n_head_kv));
+  KvRegion k = make_kv_region(kvt, kmem.data(), n_head_kv * hd, n, n_head_kv, blocked);
   KvRegion v = make_kv_region(kvt, vmem.data(), n_head_kv * hd, n, n_head_kv);
   std::vector<int32_t> pos(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) pos[i] = int32_t(i);

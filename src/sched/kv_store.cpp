@@ -34,7 +34,9 @@ void KvStore::ensure_layer(int layer, int64_t k_width, int64_t v_width, int64_t 
     return;
   }
   // Sizes and validates (heads of whole blocks of the type) before anything changes.
-  const size_t k_bytes = cpu::kv_region_bytes(type_, k_width, n_ctx, n_heads);
+  // Keys in blocks of positions where the CPU's attention reads them so without transposing.
+  const bool k_blocked = cpu::kv_keys_blocked(type_);
+  const size_t k_bytes = cpu::kv_region_bytes(type_, k_width, n_ctx, n_heads, k_blocked);
   const size_t v_bytes = cpu::kv_region_bytes(type_, v_width, n_ctx, n_heads);
   if (size_t(layer) >= layers_.size()) layers_.resize(size_t(layer) + 1);
   auto l = std::make_unique<Layer>();
@@ -46,7 +48,7 @@ void KvStore::ensure_layer(int layer, int64_t k_width, int64_t v_width, int64_t 
   l->v_bytes = v_bytes;
   l->mem = cpu::aligned_buffer(l->k_bytes + l->v_bytes, "the KV cache");
   std::memset(l->mem.get(), 0, l->k_bytes + l->v_bytes);
-  l->pair.k = cpu::make_kv_region(type_, l->mem.get(), k_width, n_ctx, n_heads);
+  l->pair.k = cpu::make_kv_region(type_, l->mem.get(), k_width, n_ctx, n_heads, k_blocked);
   l->pair.v = cpu::make_kv_region(type_, l->mem.get() + l->k_bytes, v_width, n_ctx, n_heads);
   layers_[size_t(layer)] = std::move(l);
 }

@@ -341,6 +341,16 @@ TEST_F(OpsSimd, AttentionMatchesScalarPathAndIgnoresThreadCount) {
     const auto vs = test::random_floats(size_t(n_ctx * v.width), rng);
     kv_store(k, ks.data(), all.data(), n_ctx);
     kv_store(v, vs.data(), all.data(), n_ctx);
+    // F16 keys also in the blocked layout the KV store gives them (kernels.h), stored as a
+    // prompt's would be (the store may run on any ISA): every path must give the row layout's
+    // bits from it.
+    const bool blocked_too = c.kt == GgmlType::F16;
+    std::vector<uint8_t> kbm(blocked_too ? kv_region_bytes(c.kt, k.width, n_ctx, c.n_head_kv, true) : 0, 0xFF);
+    KvRegion kb = k;
+    if (blocked_too) {
+      kb = make_kv_region(c.kt, kbm.data(), k.width, n_ctx, c.n_head_kv, true);
+      kv_store(kb, ks.data(), all.data(), n_ctx);
+    }
     std::vector<int32_t> pos(static_cast<size_t>(c.nt));
     for (int64_t t = 0; t < c.nt; ++t) pos[t] = int32_t((t * 113 + 650) % n_ctx);
     const auto q = test::random_floats(size_t(c.nt * c.n_head * c.hd), rng, 0.7f);
@@ -360,6 +370,11 @@ TEST_F(OpsSimd, AttentionMatchesScalarPathAndIgnoresThreadCount) {
           ASSERT_NEAR(out[i], ref[i], 2e-6f + 2e-5f * std::fabs(ref[i])) << "isa " << int(isa) << " i " << i;
         if (first.empty()) first = out;
         ASSERT_TRUE(same_bits(out, first)) << "isa " << int(isa) << " threads " << th;
+        if (blocked_too) {
+          auto outb = zeros(c.nt * c.n_head * c.hdv);
+          attention(q.data(), pos.data(), c.nt, kb, v, p, outb.data());
+          ASSERT_TRUE(same_bits(outb, first)) << "blocked keys, isa " << int(isa) << " threads " << th;
+        }
       }
       // A token's output does not depend on the batch it came in (decode vs prefill).
       const int64_t per = c.n_head * c.hdv;
@@ -368,6 +383,11 @@ TEST_F(OpsSimd, AttentionMatchesScalarPathAndIgnoresThreadCount) {
         attention(q.data() + t * c.n_head * c.hd, pos.data() + t, 1, k, v, p, one.data());
         ASSERT_TRUE(same_bits(one, std::vector<float>(first.begin() + t * per, first.begin() + (t + 1) * per)))
             << "isa " << int(isa) << " token " << t;
+        if (blocked_too) {
+          attention(q.data() + t * c.n_head * c.hd, pos.data() + t, 1, kb, v, p, one.data());
+          ASSERT_TRUE(same_bits(one, std::vector<float>(first.begin() + t * per, first.begin() + (t + 1) * per)))
+              << "blocked keys, isa " << int(isa) << " token " << t;
+        }
       }
     }
   }

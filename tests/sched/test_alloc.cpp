@@ -4,6 +4,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "backend/cpu/backend.h"
 #include "sched/alloc.h"
 #include "sched_fixture.h"
 
@@ -258,8 +259,18 @@ TEST(KvStore, RegionsAreHeadMajor) {
   const sched::KvPair p = kv.layer(0);
   EXPECT_EQ(p.k.n_heads, 2);
   EXPECT_EQ(p.k.row_bytes, 16u);    // 8 F16 elements of one head
-  EXPECT_EQ(p.k.head_bytes, 128u);  // 8 positions of them
+  EXPECT_EQ(p.v.head_bytes, 128u);  // 8 positions of them
   EXPECT_EQ(cpu::kv_row(p.v, 1, 3), p.v.data + 128 + 3 * 16);
+  // F16 keys in blocks of 16 positions where the CPU wants them (AVX-512): the 8 positions take
+  // a whole block.
+  EXPECT_EQ(p.k.blocked, cpu::kv_keys_blocked(GgmlType::F16));
+  EXPECT_FALSE(p.v.blocked);
+  if (p.k.blocked) {
+    EXPECT_EQ(p.k.head_bytes, 16u * 16u);
+    EXPECT_EQ(reinterpret_cast<uint8_t*>(cpu::kv_key_block(p.k, 1, 0)), p.k.data + 256);
+  } else {
+    EXPECT_EQ(p.k.head_bytes, 128u);
+  }
   EXPECT_THROW(kv.ensure_layer(0, 16, 16, 8, 4), Error) << "the layer holds 2 heads";
   EXPECT_THROW(kv.ensure_layer(1, 16, 16, 8, 3), Error) << "16 is not 3 heads";
   test::MiniConfig c;

@@ -7,7 +7,10 @@
 // A work item is a block of tokens x one KV head; up to AttnVec::kRows query rows (the group's
 // heads, and the next tokens' when a group is smaller) share every key and value load. A prompt's
 // block converts the keys it needs to f32 and transposes them once (W keys per vector, kt); a
-// single tile (a decode step) reads the key rows. Scores take one of two summation orders, each
+// single tile (a decode step) reads the key rows. Keys the KV store keeps blocked (kernels.h:
+// F16 on AVX-512, kv_keys_blocked) are already in kt's layout: a decode step scores them as they
+// are (no transposes: score_direct spent 64 shuffles a 16 x 16 chunk, every step again) and a
+// prompt's block only widens them (widen_keys). Scores take one of two summation orders, each
 // the same for a decode step and a prompt (a token's output does not depend on its batch):
 // - one FMA chain per score over the dimensions (AVX-512): from kt in prompts (score_block), from
 //   16 x 16 chunks transposed in registers in decode (score_direct);
@@ -65,24 +68,47 @@ inline void transpose_keys(const uint8_t* kbase, size_t kstride, bool f16, int64
   }
 }
 
-// Scores of G query rows (q + g * hd) against B key blocks of kt (W keys each, transposed):
+// Dimension i of the W keys of key block b (W keys each): from keys transposed to f32 (kt,
+// transpose_keys) or, KB, from a blocked F16 cache (kb: kKeyBlock keys a block, kernels.h).
+template <bool KB>
+inline AF key_lanes(const float* kt, const uint16_t* kb, int64_t hd, int64_t b, int64_t i) {
+  if constexpr (KB) {
+    constexpr int64_t per = kKeyBlock / kW;  // key blocks per cache block
+    static_assert(per * kW == kKeyBlock, "W divides the cache's blocks");
+    return AttnVec::template row<true>(
+        reinterpret_cast<const uint8_t*>(kb + ((b / per) * hd + i) * kKeyBlock + (b % per) * kW), 0);
+  } else {
+    return AttnVec::load(kt + (b * hd + i) * kW);
+  }
+}
+
+// The first n keys of a blocked F16 cache widened to f32 in kt's layout (transpose_keys'): the
+// blocks are already [dimension][keys], so this is conversions only.
+inline void widen_keys(const uint16_t* kb, int64_t n, int64_t hd, float* kt) {
+  const int64_t nb = (n + kW - 1) / kW;
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t i = 0; i < hd; ++i) AttnVec::store(kt + (b * hd + i) * kW, key_lanes<true>(nullptr, kb, hd, b, i));
+}
+
+// Scores of G query rows (q + g * hd) against key blocks b0 .. b0 + B - 1 (key_lanes):
 // s[g * ld + W * b + l], each an FMA chain over the dimensions in order. B = 2 shares every
 // broadcast query element between two blocks (the loop is then FMA-bound, not load-bound).
-template <int G, int B>
-inline void score_block(const float* q, int64_t hd, const float* kt, float* s, int64_t ld) {
+template <int G, int B, bool KB>
+inline void score_block(const float* q, int64_t hd, const float* kt, const uint16_t* kb, int64_t b0, float* s,
+                        int64_t ld) {
   AF acc[G][B];
   for (int g = 0; g < G; ++g)
     for (int b = 0; b < B; ++b) acc[g][b] = AttnVec::zero();
   for (int64_t i = 0; i < hd; ++i) {
     AF kv[B];
-    for (int b = 0; b < B; ++b) kv[b] = AttnVec::load(kt + (b * hd + i) * kW);
+    for (int b = 0; b < B; ++b) kv[b] = key_lanes<KB>(kt, kb, hd, b0 + b, i);
     for (int g = 0; g < G; ++g) {
       const AF qv = AttnVec::set1(q[g * hd + i]);
       for (int b = 0; b < B; ++b) acc[g][b] = AttnVec::fma(qv, kv[b], acc[g][b]);
     }
   }
   for (int g = 0; g < G; ++g)
-    for (int b = 0; b < B; ++b) AttnVec::storeu(s + g * ld + kW * b, acc[g][b]);
+    for (int b = 0; b < B; ++b) AttnVec::storeu(s + g * ld + kW * (b0 + b), acc[g][b]);
 }
 
 // outs[g][c + W * k + l] = sum over j < n of w[g * ld + j] * V[j][c + W * k + l] for k < C
@@ -210,8 +236,9 @@ inline void score_rows(const float* q, int64_t hd, const uint8_t* kbase, size_t 
 // adds the lanes: ((c0 + c1) + (c2 + c3)) + ((c4 + c5) + (c6 + c7)). A prompt's tiles then do
 // no horizontal sums, as the AVX-512 score_block, while a decode step keeps the key rows (no
 // transpose for a single tile's 2 query rows).
-template <int G, int B, class V = AttnVec>
-inline void score_block_lanes(const float* q, int64_t hd, const float* kt, float* s, int64_t ld) {
+template <int G, int B, bool KB, class V = AttnVec>
+inline void score_block_lanes(const float* q, int64_t hd, const float* kt, const uint16_t* kb, int64_t b0,
+                              float* s, int64_t ld) {
   static_assert(V::W == 8, "the tree is sum4's, over 8 lanes");
   alignas(32) float part[8][G][B][8];
   for (int c = 0; c < 8; ++c) {
@@ -220,7 +247,7 @@ inline void score_block_lanes(const float* q, int64_t hd, const float* kt, float
       for (int b = 0; b < B; ++b) acc[g][b] = V::zero();
     for (int64_t i = c; i < hd; i += 8) {
       typename V::F kv[B];
-      for (int b = 0; b < B; ++b) kv[b] = V::load(kt + (b * hd + i) * kW);
+      for (int b = 0; b < B; ++b) kv[b] = key_lanes<KB>(kt, kb, hd, b0 + b, i);
       for (int g = 0; g < G; ++g) {
         const typename V::F qv = V::set1(q[g * hd + i]);
         for (int b = 0; b < B; ++b) acc[g][b] = V::fma(qv, kv[b], acc[g][b]);
@@ -235,39 +262,47 @@ inline void score_block_lanes(const float* q, int64_t hd, const float* kt, float
       for (int c = 0; c < 8; ++c) p[c] = V::load(part[c][g][b]);
       const typename V::F lo = V::add(V::add(p[0], p[1]), V::add(p[2], p[3]));
       const typename V::F hi = V::add(V::add(p[4], p[5]), V::add(p[6], p[7]));
-      V::storeu(s + g * ld + kW * b, V::add(lo, hi));
+      V::storeu(s + g * ld + kW * (b0 + b), V::add(lo, hi));
     }
 }
 
-// The keys of a tile: transposed in kt (transpose_keys) or, when kt is null, read from their
-// rows (score_direct, score_rows).
+// The keys of a tile: transposed in kt (transpose_keys), blocked in the cache (kb), or, when
+// both are null, read from their rows (score_direct, score_rows).
 struct TileKeys {
   const float* kt;
+  const uint16_t* kb;
   const uint8_t* kbase;
   size_t kstride;
   bool f16;
 };
 
 // Scores of G query rows against B transposed key blocks from block b, in the ISA's order.
-template <int G, int B, class V = AttnVec>
-inline void score_kt(const float* q, int64_t hd, const float* kt, float* s, int64_t ld, int64_t b) {
+template <int G, int B, bool KB, class V = AttnVec>
+inline void score_kt(const float* q, int64_t hd, const TileKeys& k, float* s, int64_t ld, int64_t b) {
   if constexpr (V::kLaneSums)
-    score_block_lanes<G, B>(q, hd, kt + b * hd * kW, s + kW * b, ld);
+    score_block_lanes<G, B, KB>(q, hd, k.kt, k.kb, b, s, ld);
   else
-    score_block<G, B>(q, hd, kt + b * hd * kW, s + kW * b, ld);
+    score_block<G, B, KB>(q, hd, k.kt, k.kb, b, s, ld);
+}
+
+// Scores of G query rows against the first nkb transposed key blocks.
+template <int G, bool KB, class V = AttnVec>
+inline void score_kt_all(const float* q, int64_t hd, const TileKeys& k, float* s, int64_t ld, int64_t nkb) {
+  constexpr int B = V::score_blocks(G);
+  int64_t b = 0;
+  if constexpr (B > 1)
+    for (; b + B <= nkb; b += B) score_kt<G, B, KB>(q, hd, k, s, ld, b);
+  for (; b < nkb; ++b) score_kt<G, 1, KB>(q, hd, k, s, ld, b);
 }
 
 // Scores of G query rows against the first n_all keys, in the ISA's order.
 template <int G, class V = AttnVec>
 inline void score_tile(const float* q, int64_t hd, const TileKeys& k, float* s, int64_t ld, int64_t n_all,
                        const uint8_t* vbase, size_t vstride) {
-  if (k.kt) {
-    const int64_t nkb = (n_all + kW - 1) / kW;
-    constexpr int B = V::score_blocks(G);
-    int64_t b = 0;
-    if constexpr (B > 1)
-      for (; b + B <= nkb; b += B) score_kt<G, B>(q, hd, k.kt, s, ld, b);
-    for (; b < nkb; ++b) score_kt<G, 1>(q, hd, k.kt, s, ld, b);
+  if (k.kb) {
+    score_kt_all<G, true>(q, hd, k, s, ld, (n_all + kW - 1) / kW);
+  } else if (k.kt) {
+    score_kt_all<G, false>(q, hd, k, s, ld, (n_all + kW - 1) / kW);
   } else if constexpr (V::kLaneSums) {
     score_rows<G>(q, hd, k.kbase, k.kstride, k.f16, n_all, s, ld);
   } else {
@@ -354,11 +389,19 @@ void attn_block_simd(const float* q, const int32_t* pos, int64_t t0, int64_t t1,
   float* qr = thread_scratch_array<float>(ScratchSlot::AttnQueries, size_t(kRows * hd));
   const int64_t gn_max = G < kRows ? G : kRows;
   const int64_t tq_max = kRows / gn_max;  // tokens per tile
-  // Several tiles share the keys transposed once; a single tile (a decode step) reads them from
-  // their rows.
+  // Several tiles share the keys transposed (or, blocked, widened) once; a single tile (a decode
+  // step) reads them from their rows, or from their blocks.
   const bool one_tile = G <= kRows && t1 - t0 <= tq_max;
-  TileKeys keys{nullptr, kv_row(k, hk, 0), k.row_bytes, kf16};
-  if (!one_tile) {
+  TileKeys keys{nullptr, nullptr, kv_row(k, hk, 0), k.row_bytes, kf16};
+  if (k.blocked && one_tile) {
+    keys.kb = kv_key_block(k, hk, 0);
+  } else if (k.blocked) {
+    // Several tiles: the keys widened to f32 once (the tiles' loop then loads, where it would
+    // convert per tile: the prompt's FMAs share the pipes with the conversions).
+    float* kt = thread_scratch_array<float>(ScratchSlot::AttnKeys, size_t(nkb_max * hd * kW));
+    widen_keys(kv_key_block(k, hk, 0), n_max, hd, kt);
+    keys.kt = kt;
+  } else if (!one_tile) {
     float* kt = thread_scratch_array<float>(ScratchSlot::AttnKeys, size_t(nkb_max * hd * kW));
     transpose_keys(keys.kbase, keys.kstride, kf16, n_max, hd, kt);
     keys.kt = kt;

@@ -1,5 +1,6 @@
 #include "backend/cpu/backend.h"
 
+#include "backend/cpu/cpu_features.h"
 #include "common/error.h"
 
 namespace minfer::cpu {
@@ -32,7 +33,13 @@ bool kv_type_supported(GgmlType t) {
   return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::Q8_0;
 }
 
-size_t kv_region_bytes(GgmlType type, int64_t width, int64_t n_ctx, int64_t n_heads) {
+namespace {
+int64_t region_positions(int64_t n_ctx, bool blocked) {
+  return blocked ? (n_ctx + kKeyBlock - 1) / kKeyBlock * kKeyBlock : n_ctx;
+}
+}  // namespace
+
+size_t kv_region_bytes(GgmlType type, int64_t width, int64_t n_ctx, int64_t n_heads, bool blocked) {
   if (!kv_type_supported(type)) {
     fail("KV cache type {} is not supported (use f32, f16 or q8_0)", type_name(type));
   }
@@ -44,11 +51,15 @@ size_t kv_region_bytes(GgmlType type, int64_t width, int64_t n_ctx, int64_t n_he
          head);
   }
   if (n_ctx <= 0) fail("KV cache: context size must be positive, got {}", n_ctx);
-  return row_size(type, head) * size_t(n_heads) * size_t(n_ctx);
+  if (blocked && type != GgmlType::F16) fail("KV cache: only an F16 region can be blocked, not {}", type_name(type));
+  return row_size(type, head) * size_t(n_heads) * size_t(region_positions(n_ctx, blocked));
 }
 
-KvRegion make_kv_region(GgmlType type, uint8_t* data, int64_t width, int64_t n_ctx, int64_t n_heads) {
-  (void)kv_region_bytes(type, width, n_ctx, n_heads);  // validates type, width and heads
+bool kv_keys_blocked(GgmlType type) { return type == GgmlType::F16 && active_isa() >= Isa::Avx512; }
+
+KvRegion make_kv_region(GgmlType type, uint8_t* data, int64_t width, int64_t n_ctx, int64_t n_heads,
+                        bool blocked) {
+  (void)kv_region_bytes(type, width, n_ctx, n_heads, blocked);  // validates type, width and heads
   KvRegion r;
   r.type = type;
   r.data = data;
@@ -56,7 +67,8 @@ KvRegion make_kv_region(GgmlType type, uint8_t* data, int64_t width, int64_t n_c
   r.n_ctx = n_ctx;
   r.n_heads = n_heads;
   r.row_bytes = row_size(type, width / n_heads);
-  r.head_bytes = r.row_bytes * size_t(n_ctx);
+  r.head_bytes = r.row_bytes * size_t(region_positions(n_ctx, blocked));
+  r.blocked = blocked;
   return r;
 }
 

@@ -95,6 +95,10 @@ void mul(const float* a, const float* b, float* out, int64_t n);
 // Q8_0). Head-major: head h's n_ctx rows are contiguous, at data + h * head_bytes, position p's
 // at + p * row_bytes (make_kv_region, backend.h); a decode step's attention to one KV head then
 // streams one block of memory instead of a slice of every position's row.
+// A blocked region (F16 keys, make_kv_region's `blocked`) keeps each head's positions in blocks
+// of kKeyBlock, a block as [dimension][kKeyBlock positions]: the attention kernels score a
+// block's keys from it as they are, with no transpose (kv_key_block).
+constexpr int64_t kKeyBlock = 16;
 struct KvRegion {
   GgmlType type = GgmlType::F32;
   uint8_t* data = nullptr;
@@ -102,12 +106,19 @@ struct KvRegion {
   int64_t n_ctx = 0;
   int64_t n_heads = 1;
   size_t row_bytes = 0;   // one head's row: row_size(type, width / n_heads)
-  size_t head_bytes = 0;  // n_ctx * row_bytes
+  size_t head_bytes = 0;  // n_ctx * row_bytes (blocked: n_ctx rounded up to whole blocks)
+  bool blocked = false;
 };
 
-// Head h's row at position pos.
+// Head h's row at position pos (not for a blocked region, whose positions are no rows; pos 0
+// gives its head's first block).
 inline uint8_t* kv_row(const KvRegion& r, int64_t h, int64_t pos) {
   return r.data + size_t(h) * r.head_bytes + size_t(pos) * r.row_bytes;
+}
+// A blocked region's block b of head h: element (position kKeyBlock b + l, dimension i) at
+// [i * kKeyBlock + l].
+inline uint16_t* kv_key_block(const KvRegion& r, int64_t h, int64_t b) {
+  return reinterpret_cast<uint16_t*>(r.data + size_t(h) * r.head_bytes + size_t(b * kKeyBlock) * r.row_bytes);
 }
 
 // Writes rows src[t] (width floats, the heads in order) at position pos[t], converting to the

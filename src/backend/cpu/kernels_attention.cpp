@@ -7,7 +7,8 @@
 // of up to 64 tokens x one KV head: the keys the block needs are converted to f32 once, and up
 // to 8 query rows (the group's heads, and the next tokens' when a group is smaller) share every
 // key and value load. Otherwise (scalar, Q8_0 cache) one item is one token x one KV head on the
-// dot-product tiles of kernels_dot.h.
+// dot-product tiles of kernels_dot.h. F16 keys may be kept blocked (kernels.h, kv_keys_blocked):
+// the block path reads them as they are; the dot path gathers a head's rows first.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -48,6 +49,16 @@ void kv_store(KvRegion& dst, const float* src, const int32_t* pos, int64_t nt) {
   // sequential stream of writes per head (token-outer jumped between the heads' regions on
   // every row: qwen3-0.6b's 608-token prompt spent 1.3 ms a layer here).
   auto head = [&](int64_t h, int) {
+    if (dst.blocked) {  // (F16) each dimension of the key to its block's row, lane p % kKeyBlock
+      thread_local std::vector<uint16_t> h16;
+      h16.resize(size_t(hw));
+      for (int64_t t = 0; t < nt; ++t) {
+        to_f16(src + t * dst.width + h * hw, h16.data(), hw);
+        uint16_t* blk = kv_key_block(dst, h, pos[t] / kKeyBlock) + pos[t] % kKeyBlock;
+        for (int64_t i = 0; i < hw; ++i) blk[i * kKeyBlock] = h16[size_t(i)];
+      }
+      return;
+    }
     for (int64_t t = 0; t < nt; ++t) {
       uint8_t* row = kv_row(dst, h, pos[t]);
       const float* s = src + t * dst.width + h * hw;
@@ -102,9 +113,20 @@ void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k
       quantize_act(qt, q + (t * p.n_head + hk * group + g) * hd, qbuf.data() + g * q_bytes, hd);
     scores.resize(size_t(group * n_kv));
     // K rows play the weight rows, the group's query heads the tokens: the dot kernels apply
-    // the cache type's numerics.
-    dot(k.type, hd, kv_row(k, hk, 0), k.row_bytes, n_kv, qbuf.data(), q_bytes, group,
-        scores.data(), n_kv);
+    // the cache type's numerics. A blocked region's rows are gathered first.
+    const uint8_t* krows = kv_row(k, hk, 0);
+    size_t kstride = k.row_bytes;
+    if (k.blocked) {
+      thread_local std::vector<uint16_t> rows;
+      rows.resize(size_t(n_kv * hd));
+      for (int64_t j = 0; j < n_kv; ++j) {
+        const uint16_t* blk = kv_key_block(k, hk, j / kKeyBlock) + j % kKeyBlock;
+        for (int64_t i = 0; i < hd; ++i) rows[size_t(j * hd + i)] = blk[i * kKeyBlock];
+      }
+      krows = reinterpret_cast<const uint8_t*>(rows.data());
+      kstride = size_t(hd) * sizeof(uint16_t);
+    }
+    dot(k.type, hd, krows, kstride, n_kv, qbuf.data(), q_bytes, group, scores.data(), n_kv);
     for (int64_t g = 0; g < group; ++g) softmax(n_kv, scores.data() + g * n_kv, p.scale);
     const uint8_t* vbase = kv_row(v, hk, 0);
     if (v.type == GgmlType::Q8_0) {
