@@ -120,6 +120,10 @@ inline uint8_t* kv_row(const KvRegion& r, int64_t h, int64_t pos) {
 inline uint16_t* kv_key_block(const KvRegion& r, int64_t h, int64_t b) {
   return reinterpret_cast<uint16_t*>(r.data + size_t(h) * r.head_bytes + size_t(b * kKeyBlock) * r.row_bytes);
 }
+// A blocked region's key at position pos of head h: dimension i at [i * kKeyBlock].
+inline uint16_t* kv_key_lane(const KvRegion& r, int64_t h, int64_t pos) {
+  return kv_key_block(r, h, pos / kKeyBlock) + pos % kKeyBlock;
+}
 
 // Writes rows src[t] (width floats, the heads in order) at position pos[t], converting to the
 // region's type.

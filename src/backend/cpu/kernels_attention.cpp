@@ -54,8 +54,8 @@ void kv_store(KvRegion& dst, const float* src, const int32_t* pos, int64_t nt) {
       h16.resize(size_t(hw));
       for (int64_t t = 0; t < nt; ++t) {
         to_f16(src + t * dst.width + h * hw, h16.data(), hw);
-        uint16_t* blk = kv_key_block(dst, h, pos[t] / kKeyBlock) + pos[t] % kKeyBlock;
-        for (int64_t i = 0; i < hw; ++i) blk[i * kKeyBlock] = h16[size_t(i)];
+        uint16_t* key = kv_key_lane(dst, h, pos[t]);
+        for (int64_t i = 0; i < hw; ++i) key[i * kKeyBlock] = h16[size_t(i)];
       }
       return;
     }
@@ -120,8 +120,8 @@ void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k
       thread_local std::vector<uint16_t> rows;
       rows.resize(size_t(n_kv * hd));
       for (int64_t j = 0; j < n_kv; ++j) {
-        const uint16_t* blk = kv_key_block(k, hk, j / kKeyBlock) + j % kKeyBlock;
-        for (int64_t i = 0; i < hd; ++i) rows[size_t(j * hd + i)] = blk[i * kKeyBlock];
+        const uint16_t* key = kv_key_lane(k, hk, j);
+        for (int64_t i = 0; i < hd; ++i) rows[size_t(j * hd + i)] = key[i * kKeyBlock];
       }
       krows = reinterpret_cast<const uint8_t*>(rows.data());
       kstride = size_t(hd) * sizeof(uint16_t);
