@@ -45,6 +45,7 @@ Imatrix load_gguf(const uint8_t* data, size_t size, const std::string& path) {
     if (sums->type != GgmlType::F32 || counts->type != GgmlType::F32)
       fail("{}: imatrix entry {}: in_sum2 and counts must be F32", path, name);
     const int64_t nval = sums->n_elements(), ncounts = counts->n_elements();
+    if (nval < 1) fail("{}: imatrix entry {} has no values", path, name);
     if (ncounts < 1 || nval % ncounts != 0)
       fail("{}: imatrix entry {}: {} values do not divide into {} counts", path, name, nval, ncounts);
     const int64_t ne0 = nval / ncounts;

@@ -492,7 +492,8 @@ void gguf_imatrix(const std::map<std::string, std::vector<float>>& m, const std:
   for (const auto& [name, v] : m) {
     auto& sums = keep.emplace_back(v);
     for (float& x : sums) x *= 16.0f;
-    w.add_tensor(name + ".in_sum2", GgmlType::F32, {int64_t(v.size()), 1}, sums.data());
+    static const float kNone = 0.0f;  // (an entry of no values still needs a data pointer)
+    w.add_tensor(name + ".in_sum2", GgmlType::F32, {int64_t(v.size()), 1}, sums.empty() ? &kNone : sums.data());
     auto& counts = keep.emplace_back(std::vector<float>{16.0f});
     w.add_tensor(name + ".counts", GgmlType::F32, {1, 1}, counts.data());
   }
@@ -571,6 +572,16 @@ TEST_F(QuantizeTool, BadImatrixFilesAreErrors) {
   EXPECT_THROW(tools::load_imatrix(p("nan.dat")), Error);
   gguf_imatrix(weights, p("nometa.gguf"), false);
   EXPECT_THROW(tools::load_imatrix(p("nometa.gguf")), Error);
+  // An entry of no values (found by fuzz_imatrix: it reached a copy into an empty buffer).
+  auto none = weights;
+  none["blk.0.attn_q.weight"].clear();
+  gguf_imatrix(none, p("none.gguf"));
+  try {
+    tools::load_imatrix(p("none.gguf"));
+    ADD_FAILURE() << "an entry of no values loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no values"), std::string::npos) << e.what();
+  }
 
   // An entry whose size does not match its tensor: an error, and no output file.
   auto wrong = weights;
