@@ -75,6 +75,23 @@ void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
   }
 }
 
+inline U32x4 load16(const uint8_t* p) {
+  U32x4 v;
+  std::memcpy(&v, p, 16);
+  return v;
+}
+// The 4-bit fields at bit sn of the 16 bytes at p (low) and at p + 16 (high) as one row's 4
+// chunk words: low | high << 4 per byte, the packed nibbles of columns 4 c + i and 16 + 4 c + i.
+inline U32x4 nibble_words(const uint8_t* p, int sn) {
+  constexpr uint32_t m4 = 0x0F0F0F0F;
+  return ((load16(p) >> sn) & m4) | (((load16(p + 16) >> sn) & m4) << 4);
+}
+// Row r's words of sub-block j's 4 chunks (packed_kq_quants).
+template <GgmlType T>
+inline void store_chunk_words(uint8_t* o, int j, int r, U32x4 v) {
+  for (int c = 0; c < 4; ++c) store4(o + packed_kq_quants(T, j, c) + 4 * r, v[c]);
+}
+
 // One K-quant group: rows r0..r0+15 of w (layout in repack.h). Four lanes (columns) at a
 // time as 32-bit words: the GGUF nibbles of columns 4c..4c+3 and 16+4c..16+4c+3 of a
 // sub-block lie 4 bytes apart in both layouts.
@@ -82,7 +99,7 @@ template <GgmlType T>
 void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
   constexpr bool q2 = T == GgmlType::Q2_K, q3 = T == GgmlType::Q3_K, q5 = T == GgmlType::Q5_K,
                  q6 = T == GgmlType::Q6_K, iq4 = T == GgmlType::IQ4_XS;
-  constexpr uint32_t m4 = 0x0F0F0F0F, m2 = 0x03030303;
+  constexpr uint32_t m2 = 0x03030303;
   const int64_t nsb = w.cols / 256;
   const size_t bb = type_traits(T).type_size;
   constexpr size_t kb = packed_kq_block_bytes(T);
@@ -104,14 +121,10 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
           const int sh = 2 * (j % 4);
           uint32_t third = 0;
           for (int h = 0; h < 2; ++h) {
-            U32x4 v;
-            std::memcpy(&v, qs + 32 * (j / 4) + 16 * h, 16);
-            const U32x4 f = (v >> sh) & m2;  // chunk c's 2 bits go to bits 2 c
+            const U32x4 f = (load16(qs + 32 * (j / 4) + 16 * h) >> sh) & m2;  // chunk c's 2 bits go to bits 2 c
             store4(o + packed_kq_quants(T, j, h) + 4 * r, f[0] | (f[1] << 2) | (f[2] << 4) | (f[3] << 6));
             if constexpr (q3) {  // third bits: bit 4 h + c of byte 4 r + i (repack.h)
-              U32x4 hv;
-              std::memcpy(&hv, reinterpret_cast<const quant::block_q3_K*>(blk)->hmask + 16 * h, 16);
-              const U32x4 t = (hv >> j) & 0x01010101u;
+              const U32x4 t = (load16(reinterpret_cast<const quant::block_q3_K*>(blk)->hmask + 16 * h) >> j) & 0x01010101u;
               third |= (t[0] | (t[1] << 1) | (t[2] << 2) | (t[3] << 3)) << (4 * h);
             }
           }
@@ -132,7 +145,7 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
         // takes bytes 4 c .. 4 c + 3.
         const auto* q = reinterpret_cast<const quant::block_iq4_xs*>(blk);
         for (int j = 0; j < 8; ++j) {
-          for (int c = 0; c < 4; ++c) store4(o + packed_kq_quants(T, j, c) + 4 * r, load4(q->qs + 16 * j + 4 * c));
+          store_chunk_words<T>(o, j, r, load16(q->qs + 16 * j));
           par[16 * j + r] = uint8_t(int8_t(quant::iq4_xs_scale(*q, j)));
         }
         std::memcpy(par + kKqD + 2 * r, &q->d, 2);
@@ -145,15 +158,9 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
           const uint8_t* ql = q->ql + 64 * h + 32 * (rr & 1);
           const uint8_t* qh = q->qh + 32 * h;
           const int sn = 4 * (rr >> 1), sh = 2 * rr;
-          U32x4 l0, l1, h0, h1;
-          std::memcpy(&l0, ql, 16);
-          std::memcpy(&l1, ql + 16, 16);
-          std::memcpy(&h0, qh, 16);
-          std::memcpy(&h1, qh + 16, 16);
-          const U32x4 v = ((l0 >> sn) & m4) | (((l1 >> sn) & m4) << 4);
-          for (int c = 0; c < 4; ++c) store4(o + packed_kq_quants(T, j, c) + 4 * r, v[c]);
+          store_chunk_words<T>(o, j, r, nibble_words(ql, sn));
           // Chunk c's high bits go to vector c / 2, at bits 4 (c % 2) (low) and + 2 (high).
-          const U32x4 hb = ((h0 >> sh) & m2) | (((h1 >> sh) & m2) << 2);
+          const U32x4 hb = ((load16(qh) >> sh) & m2) | (((load16(qh + 16) >> sh) & m2) << 2);
           store4(o + packed_kq_extra(T, j) + 4 * r, hb[0] | (hb[1] << 4));
           store4(o + packed_kq_extra(T, j) + 64 + 4 * r, hb[2] | (hb[3] << 4));
         }
@@ -165,15 +172,7 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
         const uint8_t* qs = q5 ? reinterpret_cast<const quant::block_q5_K*>(blk)->qs
                                : reinterpret_cast<const quant::block_q4_K*>(blk)->qs;
         for (int j = 0; j < 8; ++j) {
-          const uint8_t* src = qs + 32 * (j / 2);
-          const int sn = 4 * (j % 2);
-          {
-            U32x4 lo, hi;
-            std::memcpy(&lo, src, 16);
-            std::memcpy(&hi, src + 16, 16);
-            const U32x4 v = ((lo >> sn) & m4) | (((hi >> sn) & m4) << 4);
-            for (int c = 0; c < 4; ++c) store4(o + packed_kq_quants(T, j, c) + 4 * r, v[c]);
-          }
+          store_chunk_words<T>(o, j, r, nibble_words(qs + 32 * (j / 2), 4 * (j % 2)));
           if constexpr (q5) {
             // Fifth bits: bit j of qh[column], column 4 c + i at bit 4 r + i of chunk c's 64-bit
             // masks (the low half's, then the high half's). The 4 columns' bits (one a byte)
