@@ -246,6 +246,77 @@ void ActQuantQ8K(benchmark::State& st) {
 }
 BENCHMARK(ActQuantQ8K)->ArgNames({"cols", "isa"})->ArgsProduct({{1024, 3072}, {0, 1, 3}});
 
+// A prompt's activations quantized to Q8_0 into the packed _0 kernels' tiles (packed_act_quantize
+// for Q4_0 weights, as matmul_packed calls it per token): GB/s of floats read. Args: cols, isa.
+void ActQuantQ8_0(benchmark::State& st) {
+  const int64_t cols = st.range(0), nt = 128, nb = cols / 32;
+  const Isa isa = Isa(st.range(1));
+  if (!isa_supported(isa)) {
+    st.SkipWithError("ISA not available on this CPU");
+    return;
+  }
+  force_isa(isa);
+  std::mt19937 rng(1);
+  const auto x = test::random_floats(size_t(nt * cols), rng);
+  const int64_t tile = act_tile(nt);
+  const size_t n_act = size_t(act_tokens_padded(nt) * nb);
+  std::vector<uint8_t> row(row_size(GgmlType::Q8_0, cols)), tq(32 * n_act);
+  std::vector<float> d(n_act);
+  std::vector<int32_t> c(n_act);
+  for (auto _ : st) {
+    for (int64_t t = 0; t < nt; ++t)
+      packed_act_quantize(GgmlType::Q4_0, x.data() + t * cols, nb, t, tile, row.data(), false, tq.data(),
+                          d.data(), c.data());
+    benchmark::DoNotOptimize(c.data());
+  }
+  st.counters["GB/s"] = benchmark::Counter(4.0 * double(nt * cols) * double(st.iterations()),
+                                           benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  reset_isa();
+}
+BENCHMARK(ActQuantQ8_0)->ArgNames({"cols", "isa"})->ArgsProduct({{896, 4864}, {1, 3}});
+
+// A prompt's RMS norm (rms_norm, ggml's double sums): GB/s of rows read. Args: tokens, cols,
+// threads.
+void RmsNorm(benchmark::State& st) {
+  const int64_t nt = st.range(0), d = st.range(1);
+  set_threads(int(st.range(2)));
+  std::mt19937 rng(1);
+  const auto x = test::random_floats(size_t(nt * d), rng), w = test::random_floats(size_t(d), rng);
+  std::vector<float> out(x.size());
+  for (auto _ : st) {
+    rms_norm(x.data(), w.data(), nt, d, 1e-6f, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.counters["GB/s"] = benchmark::Counter(4.0 * double(nt * d) * double(st.iterations()),
+                                           benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  set_threads(0);
+}
+BENCHMARK(RmsNorm)->ArgNames({"tokens", "cols", "threads"})->ArgsProduct({{64, 512}, {896, 1024}, {1, 2}})->UseRealTime();
+
+// A prompt's RoPE of the query heads (rope_to, NeoX as qwen2): GB/s of rows read. Args:
+// tokens, heads, threads.
+void Rope(benchmark::State& st) {
+  const int64_t nt = st.range(0), nh = st.range(1), hd = 64;
+  set_threads(int(st.range(2)));
+  std::mt19937 rng(1);
+  const auto x = test::random_floats(size_t(nt * nh * hd), rng);
+  std::vector<float> out(x.size());
+  std::vector<int32_t> pos(static_cast<size_t>(nt));
+  for (int64_t i = 0; i < nt; ++i) pos[size_t(i)] = int32_t(i);
+  RopeParams p;
+  p.style = RopeStyle::NeoX;
+  p.n_rot = hd;
+  p.freq_base = 1000000.0f;
+  for (auto _ : st) {
+    rope_to(x.data(), out.data(), pos.data(), nt, nh, hd, p);
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.counters["GB/s"] = benchmark::Counter(4.0 * double(x.size()) * double(st.iterations()),
+                                           benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  set_threads(0);
+}
+BENCHMARK(Rope)->ArgNames({"tokens", "heads", "threads"})->ArgsProduct({{64, 512}, {14}, {1, 2}})->UseRealTime();
+
 // Load-time repacking (pack_weight, threads as the loader's pool) of a 3072 x 1024 matrix into a
 // buffer already touched, as loading a model repacks each matrix: GB/s of GGUF bytes.
 void PackWeight(benchmark::State& st, GgmlType t) {
