@@ -52,8 +52,9 @@ bool avx512_bf16();
 // (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL) and of 256-column super-blocks (the K-quants, IQ4_XS).
 enum class DecodeStream : uint8_t { Blocks, SuperBlocks };
 
-// Whether the AVX-512 decode kernels fetch `s` ahead with software prefetch (packed_gemm.h's
-// distances). On Intel they beat the hardware prefetchers alone (measured on Sapphire Rapids). On
+// Whether the decode kernels (AVX-512; for the super-blocks also AVX2 and AVX-VNNI) fetch `s`
+// ahead with software prefetch (packed_gemm.h's distances). On Intel they beat the hardware
+// prefetchers alone (measured on Sapphire Rapids). On
 // AMD Zen 4 the hardware prefetchers alone streamed every packed type as fast or faster (Q6_K and
 // Q5_K 20-30 % faster on one core); on Zen 5 they still do for the blocks, but the super-blocks
 // stream a third faster with the software prefetch (two threads, 6144 x 1024: Q4_K 39 -> 53

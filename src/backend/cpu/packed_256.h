@@ -17,6 +17,7 @@
 #include <immintrin.h>
 #include <type_traits>
 
+#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/packed_gemm.h"
 #include "backend/cpu/repack.h"
 #include "backend/cpu/scratch.h"
@@ -1453,18 +1454,24 @@ void ak_decode(const uint8_t* grp, int64_t nsb, uint8_t* out) {
 // One token x one group (decode), both halves in one pass: each 64-byte chunk is read once, its
 // two ymm (rows 0-7 and 8-15) share the token's broadcast quants, and each sub-block's scales are
 // applied as it ends. The integer sums and the float steps per half are ak_tile's, so the results
-// are the same bit for bit. No software prefetch: the one front-to-back stream is what the
-// hardware prefetchers follow. AMD Zen 4, ISA=avx2, GemvPackedCold GB/s, against ak_tile a half
-// at a time (two passes over each group, sums staged, 2 KiB prefetch): one core Q4_K 6144 x 1024
+// are the same bit for bit. AMD Zen 4, ISA=avx2, GemvPackedCold GB/s, against ak_tile a half at
+// a time (two passes over each group, sums staged, 2 KiB prefetch): one core Q4_K 6144 x 1024
 // 13.5 -> 22.1, Q6_K 12.0 -> 21.4; two threads Q4_K 20.5 -> 26-31 (one pass with the 2 KiB
-// prefetch: 13.7 one core; 4-16 KiB: 16-19).
+// prefetch: 13.7 one core; 4-16 KiB: 16-19). prefetch: decode_prefetch(SuperBlocks), the AVX-512
+// kp_gemv's fetch kPackedPrefetch ahead. Zen 4 goes without it (above); on Zen 5 the hardware
+// prefetchers alone left this kernel waiting on memory: GemvPackedCold 6144 x 1024, one core /
+// two threads, ISA=avx2 Q4_K 14.0 / 25.5-26.8 -> 24.8-27.9 / 39-49, Q6_K 14.8-15.2 / 27.5-29.1
+// -> 23.8-28.0 / 41-53; AVX-VNNI Q4_K 14.6-15.2 / 26.0-28.8 -> 22.7-24.7 / 43-46, Q6_K
+// 18.5-19.6 / 32.0-36.4 -> 25.0-28.8 / 45-52 (4096 B ahead: the same within the noise).
 template <GgmlType T>
-inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* y) {
+inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* y, bool prefetch) {
   using P = AK<T>;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   const auto* xrow = reinterpret_cast<const quant::block_q8_K*>(x.q);
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* o = grp + size_t(b) * P::kBlock;
+    if (prefetch)
+      for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kPackedPrefetch + l), _MM_HINT_T2);
     const uint8_t* par = o + P::kPar;
     const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(xrow[b].qs);
     const Q8KSums& ks = x.ks[b];
@@ -1508,7 +1515,8 @@ void ak_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
              int64_t nt, float* y, int64_t ldy) {
   const size_t gb = packed_group_bytes(T, nsb * 256);
   if (nt == 1) {
-    for (int64_t g = 0; g < n_groups; ++g) ak_gemv<T>(wp + size_t(g) * gb, nsb, x, y + 16 * g);
+    const bool prefetch = decode_prefetch(DecodeStream::SuperBlocks);
+    for (int64_t g = 0; g < n_groups; ++g) ak_gemv<T>(wp + size_t(g) * gb, nsb, x, y + 16 * g, prefetch);
     return;
   }
   uint8_t* pan = nullptr;

@@ -86,7 +86,7 @@ GgmlType packed_act_type(GgmlType wtype);
 
 // Decode streams each group front to back: where decode_prefetch() (cpu_features.h: on Intel, and
 // for the super-blocks on AMD Zen 5) the AVX-512 kernels fetch this far ahead, into the outer cache
-// levels, every line; the 256-bit ones never do (see avx2_gemv, ak_gemv). Measured on Sapphire
+// levels, every line; of the 256-bit ones only the super-blocks' (ak_gemv; avx2_gemv never does). Measured on Sapphire
 // Rapids at 2 threads, qwen2.5-0.5b Q8_0 tg64, one line per block: 2048 B into L1 38.0 t/s, 4096
 // 39.2, 8192 into L3 40.5, 16384 39.6; then every line instead of one: a 524288 x 896 GEMV 10-25 %
 // faster, Q4_0 and Q5_0 most; 4096 and hints T0/T1/NTA re-measured on 2 MiB pages: no better. Once
