@@ -286,12 +286,25 @@ inline void score_kt(const float* q, int64_t hd, const TileKeys& k, float* s, in
 }
 
 // Scores of G query rows against the first nkb transposed key blocks.
+// Blocked keys (KB: a decode step's, read from memory) fetch the blocks kKeyBlocksAhead on into
+// L1 as they go, as score_direct fetches its rows: the hardware prefetchers alone left the
+// stream waiting. qwen3-0.6b Q8_0 decode after 2048 tokens, 2 threads, AMD Zen 5, median step
+// with / without (alternating step by step): 19.8 / 21.1 ms, 22.9 / 25.2, 32.8 / 33.6, 30.8 /
+// 31.4; qwen2.5-0.5b Q4_0 13.5 / 13.8, 12.9 / 13.1.
+constexpr int64_t kKeyBlocksAhead = 4;
 template <int G, bool KB, class V = AttnVec>
 inline void score_kt_all(const float* q, int64_t hd, const TileKeys& k, float* s, int64_t ld, int64_t nkb) {
   constexpr int B = V::score_blocks(G);
   int64_t b = 0;
+  const size_t block_bytes = size_t(hd) * kW * sizeof(uint16_t), end = size_t(nkb) * block_bytes;
+  const auto* kb = reinterpret_cast<const uint8_t*>(k.kb);
   if constexpr (B > 1)
-    for (; b + B <= nkb; b += B) score_kt<G, B, KB>(q, hd, k, s, ld, b);
+    for (; b + B <= nkb; b += B) {
+      if constexpr (KB)
+        prefetch_rows(kb, size_t(b + kKeyBlocksAhead) * block_bytes, size_t(b + kKeyBlocksAhead + B) * block_bytes, end,
+                      true);
+      score_kt<G, B, KB>(q, hd, k, s, ld, b);
+    }
   for (; b < nkb; ++b) score_kt<G, 1, KB>(q, hd, k, s, ld, b);
 }
 
