@@ -217,11 +217,17 @@ inline void score_rows4(const float* q, int64_t hd, const uint8_t* const* kr, bo
 }
 
 // G query rows against keys 0 .. n - 1 of rows kbase + j * kstride, in the key-row form; the
-// scores of a last block's keys past n are of a repeated key (never read).
+// scores of a last block's keys past n are of a repeated key (never read). The rows kRowsAhead
+// on are fetched into L1 as they go (a decode step's keys come from memory): qwen3-0.6b Q8_0
+// decode after 2048 tokens, ISA=avx2, 2 threads, AMD Zen 5, median step with / without
+// (alternating step by step): 29.9 / 31.5 ms, 29.1 / 30.6 (32 rows ahead: as 16).
+constexpr int64_t kRowsAhead = 16;
 template <int G>
 inline void score_rows(const float* q, int64_t hd, const uint8_t* kbase, size_t kstride, bool f16,
                        int64_t n, float* s, int64_t ld) {
+  const size_t end = size_t(n) * kstride;
   for (int64_t j0 = 0; j0 < n; j0 += 4) {
+    prefetch_rows(kbase, size_t(j0 + kRowsAhead) * kstride, size_t(j0 + kRowsAhead + 4) * kstride, end, true);
     const uint8_t* kr[4];
     for (int l = 0; l < 4; ++l) kr[l] = kbase + size_t(j0 + l < n ? j0 + l : n - 1) * kstride;
     int g = 0;
