@@ -135,6 +135,43 @@ TEST_F(AttentionTest, LongPromptsMatchTheReferenceOnAnyThreadCount) {
   set_threads(0);
 }
 
+// A Q8_0 V cache is summed from its blocks: the result is the one of an F32 cache holding the
+// same rows dequantized, bit for bit, on every ISA path and thread count (K is Q8_0 in both, so
+// both take the same score path).
+TEST_F(AttentionTest, Q8_0ValuesSumAsTheirDequantizedRows) {
+  const int64_t n_head = 4, n_head_kv = 2, hd = 64, n_fill = 300, n_ctx = 320;
+  std::mt19937 rng(13);
+  Region k(GgmlType::Q8_0, n_head_kv * hd, n_ctx, n_head_kv), vq(GgmlType::Q8_0, n_head_kv * hd, n_ctx, n_head_kv),
+      vf(GgmlType::F32, n_head_kv * hd, n_ctx, n_head_kv);
+  std::vector<int32_t> fill_pos(static_cast<size_t>(n_fill));
+  for (int64_t i = 0; i < n_fill; ++i) fill_pos[size_t(i)] = int32_t(i);
+  const auto ksrc = test::random_floats(size_t(n_fill * n_head_kv * hd), rng);
+  const auto vsrc = test::random_floats(size_t(n_fill * n_head_kv * hd), rng);
+  kv_store(k.r, ksrc.data(), fill_pos.data(), n_fill);
+  kv_store(vq.r, vsrc.data(), fill_pos.data(), n_fill);
+  std::vector<float> vdeq;
+  for (int64_t j = 0; j < n_fill; ++j) {
+    const auto row = vq.row(j);
+    vdeq.insert(vdeq.end(), row.begin(), row.end());
+  }
+  kv_store(vf.r, vdeq.data(), fill_pos.data(), n_fill);
+  const std::vector<int32_t> pos = {0, 7, 150, 299};
+  const auto q = test::random_floats(size_t(pos.size()) * n_head * hd, rng, 0.5f);
+  const AttnParams p{n_head, n_head_kv, hd, hd, 0.125f};
+  for (int threads : {1, 2}) {
+    set_threads(threads);
+    for (Isa isa : supported_isas()) {
+      force_isa(isa);
+      std::vector<float> a(size_t(pos.size()) * n_head * hd), b(a.size());
+      attention(q.data(), pos.data(), int64_t(pos.size()), k.r, vq.r, p, a.data());
+      attention(q.data(), pos.data(), int64_t(pos.size()), k.r, vf.r, p, b.data());
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+          << "isa " << isa_name(isa) << " threads " << threads;
+    }
+  }
+  set_threads(0);
+}
+
 TEST_F(AttentionTest, RejectsBadShapes) {
   Region k(GgmlType::F32, 48, 4, 3), v(GgmlType::F32, 48, 4, 3);
   std::vector<float> q(48), out(48);

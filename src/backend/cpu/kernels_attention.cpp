@@ -102,9 +102,8 @@ void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k
   // scored together, so each K row is read once per group and each V row once per group.
   auto item_fn = [&](int64_t item, int) {
     // Per-thread scratch kept across calls: a decode step allocates nothing.
-    thread_local std::vector<float> scores, vrow, acc;
+    thread_local std::vector<float> scores, acc;
     thread_local std::vector<uint8_t> qbuf;
-    vrow.resize(size_t(hdv));
     acc.resize(size_t(group * hdv));
     qbuf.resize(q_bytes * size_t(group));
     const int64_t t = item / p.n_head_kv, hk = item % p.n_head_kv;
@@ -128,16 +127,9 @@ void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k
     }
     dot(k.type, hd, krows, kstride, n_kv, qbuf.data(), q_bytes, group, scores.data(), n_kv);
     for (int64_t g = 0; g < group; ++g) softmax(n_kv, scores.data() + g * n_kv, p.scale);
-    const uint8_t* vbase = kv_row(v, hk, 0);
-    if (v.type == GgmlType::Q8_0) {
-      vrow.resize(size_t(n_kv * hdv));
-      for (int64_t j = 0; j < n_kv; ++j)
-        quant::dequantize_row(v.type, vbase + size_t(j) * v.row_bytes, vrow.data() + j * hdv, hdv);
-      vsum(n_kv, group, scores.data(), reinterpret_cast<const uint8_t*>(vrow.data()),
-           size_t(hdv) * sizeof(float), GgmlType::F32, hdv, acc.data());
-    } else {
-      vsum(n_kv, group, scores.data(), vbase, v.row_bytes, v.type, hdv, acc.data());
-    }
+    // Q8_0 values are summed from their blocks (vsum takes d x q as dequantize_row gives it):
+    // dequantizing a head's rows first wrote and read back 1 MiB of f32 at 2K positions.
+    vsum(n_kv, group, scores.data(), kv_row(v, hk, 0), v.row_bytes, v.type, hdv, acc.data());
     for (int64_t g = 0; g < group; ++g)
       std::copy(acc.begin() + g * hdv, acc.begin() + (g + 1) * hdv,
                 out + (t * p.n_head + hk * group + g) * hdv);

@@ -346,9 +346,12 @@ void vsum_scalar(int64_t n, int64_t G, const float* w, const uint8_t* v, size_t 
     for (int64_t j = 0; j < n; ++j) {
       const float a = w[g * n + j];
       const uint8_t* row = v + size_t(j) * vs;
-      if (vt == GgmlType::F16)
+      if (vt == GgmlType::F16) {
         for (int64_t i = 0; i < d; ++i) o[i] += a * h2f(reinterpret_cast<const uint16_t*>(row)[i]);
-      else
+      } else if (vt == GgmlType::Q8_0) {
+        const auto* b = reinterpret_cast<const quant::block_q8_0*>(row);
+        for (int64_t i = 0; i < d; ++i) o[i] += a * (h2f(b[i / 32].d) * float(b[i / 32].qs[i % 32]));
+      } else
         for (int64_t i = 0; i < d; ++i) o[i] += a * reinterpret_cast<const float*>(row)[i];
     }
   }

@@ -34,8 +34,8 @@ constexpr bool float_panel_tile(GgmlType t, Isa isa) {
 }
 
 // Weighted sums of rows (the attention's V accumulation), for G weight vectors at once:
-// out[g * d + i] = sum over j < n of w[g * n + j] * V[j][i], V row j at v + j * vs, in F32 or
-// F16; summed in j order.
+// out[g * d + i] = sum over j < n of w[g * n + j] * V[j][i], V row j at v + j * vs, in F32, F16
+// or Q8_0 (d x q, as dequantize_row; d a multiple of 32); summed in j order.
 using VsumFn = void (*)(int64_t n, int64_t G, const float* w, const uint8_t* v, size_t vs,
                         GgmlType vt, int64_t d, float* out);
 VsumFn vsum_fn(Isa isa);

@@ -217,6 +217,23 @@ struct LoadF16 {
   static float s(const uint8_t* p, int64_t i) { return f16(p + 2 * i); }
 };
 
+// Q8_0 rows (the attention's V cache): element i is d x q[i] of its block of 32, as
+// dequantize_row gives it. A vector of 8 never straddles blocks (i is a multiple of 8).
+struct LoadQ8_0 {
+  static const quant::block_q8_0* block(const uint8_t* p, int64_t i) {
+    return reinterpret_cast<const quant::block_q8_0*>(p) + i / 32;
+  }
+  static __m256 v(const uint8_t* p, int64_t i) {
+    const quant::block_q8_0* b = block(p, i);
+    const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(b->qs + i % 32))));
+    return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), q);
+  }
+  static float s(const uint8_t* p, int64_t i) {
+    const quant::block_q8_0* b = block(p, i);
+    return fp16_to_fp32(b->d) * float(b->qs[i % 32]);
+  }
+};
+
 // bf16 is the high half of an f32: widen and shift.
 struct LoadBF16 {
   static __m256 v(const uint8_t* p, int64_t i) {
@@ -974,6 +991,8 @@ inline void vsum_simd(int64_t n, int64_t G, const float* w, const uint8_t* v, si
                       GgmlType vt, int64_t d, float* out) {
   if (vt == GgmlType::F16)
     vsum_typed<LoadF16>(n, G, w, v, vs, d, out);
+  else if (vt == GgmlType::Q8_0)
+    vsum_typed<LoadQ8_0>(n, G, w, v, vs, d, out);
   else
     vsum_typed<LoadF32>(n, G, w, v, vs, d, out);
 }
