@@ -24,15 +24,21 @@
 namespace minfer::cpu {
 namespace {
 
+// Makes the kernels run `isa`, or marks the benchmark skipped when this CPU lacks it.
+bool use_isa(benchmark::State& st, Isa isa) {
+  if (!isa_supported(isa)) {
+    st.SkipWithError("ISA not available on this CPU");
+    return false;
+  }
+  force_isa(isa);
+  return true;
+}
+
 // packed: the matrix also gets its load-time x16 copy (repack.h), as a loaded model's would.
 void run(benchmark::State& st, GgmlType t, int64_t nt, bool packed = false) {
   const int64_t rows = st.range(0), cols = st.range(1);
   const Isa isa = Isa(st.range(2));
-  if (!isa_supported(isa)) {
-    st.SkipWithError("ISA not available on this CPU");
-    return;
-  }
-  force_isa(isa);
+  if (!use_isa(st, isa)) return;
   set_threads(int(st.range(3)));
   std::mt19937 rng(1);
   const auto w = test::random_weights(t, rows, cols, rng);
@@ -225,11 +231,7 @@ BENCHMARK(Attention)
 void ActQuantQ8K(benchmark::State& st) {
   const int64_t cols = st.range(0), nt = 128, nsb = cols / 256;
   const Isa isa = Isa(st.range(1));
-  if (!isa_supported(isa)) {
-    st.SkipWithError("ISA not available on this CPU");
-    return;
-  }
-  force_isa(isa);
+  if (!use_isa(st, isa)) return;
   std::mt19937 rng(1);
   const auto x = test::random_floats(size_t(nt * cols), rng);
   std::vector<quant::block_q8_K> row(size_t(nt * nsb));
@@ -251,11 +253,7 @@ BENCHMARK(ActQuantQ8K)->ArgNames({"cols", "isa"})->ArgsProduct({{1024, 3072}, {0
 void ActQuantQ8_0(benchmark::State& st) {
   const int64_t cols = st.range(0), nt = 128, nb = cols / 32;
   const Isa isa = Isa(st.range(1));
-  if (!isa_supported(isa)) {
-    st.SkipWithError("ISA not available on this CPU");
-    return;
-  }
-  force_isa(isa);
+  if (!use_isa(st, isa)) return;
   std::mt19937 rng(1);
   const auto x = test::random_floats(size_t(nt * cols), rng);
   const int64_t tile = act_tile(nt);
