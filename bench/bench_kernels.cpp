@@ -24,6 +24,12 @@
 namespace minfer::cpu {
 namespace {
 
+// counter `name`: `per_iteration` (bytes or operations) a run, as a rate in units of 1000.
+void rate(benchmark::State& st, const char* name, double per_iteration) {
+  st.counters[name] = benchmark::Counter(per_iteration * double(st.iterations()), benchmark::Counter::kIsRate,
+                                         benchmark::Counter::kIs1000);
+}
+
 // Makes the kernels run `isa`, or marks the benchmark skipped when this CPU lacks it.
 bool use_isa(benchmark::State& st, Isa isa) {
   if (!isa_supported(isa)) {
@@ -56,10 +62,8 @@ void run(benchmark::State& st, GgmlType t, int64_t nt, bool packed = false) {
     benchmark::DoNotOptimize(y.data());
   }
   if (nt == 1)
-    st.counters["GB/s"] = benchmark::Counter(double(w.size()) * double(st.iterations()),
-                                             benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-  st.counters["GOP/s"] = benchmark::Counter(2.0 * double(rows * cols * nt) * double(st.iterations()),
-                                            benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+    rate(st, "GB/s", double(w.size()));
+  rate(st, "GOP/s", 2.0 * double(rows * cols * nt));
   reset_isa();
   set_threads(0);
 }
@@ -144,11 +148,9 @@ void packed_cold(benchmark::State& st, GgmlType t, int64_t nt) {
     benchmark::DoNotOptimize(y.data());
   }
   if (nt == 1)
-    st.counters["GB/s"] = benchmark::Counter(double(pb) * double(st.iterations()),
-                                             benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+    rate(st, "GB/s", double(pb));
   else
-    st.counters["GOP/s"] = benchmark::Counter(2.0 * double(rows * cols * nt) * double(st.iterations()),
-                                              benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+    rate(st, "GOP/s", 2.0 * double(rows * cols * nt));
   set_threads(0);
 }
 void GemvPackedCold(benchmark::State& st, GgmlType t) { packed_cold(st, t, 1); }
@@ -242,8 +244,7 @@ void ActQuantQ8K(benchmark::State& st) {
                             sums.data() + t * nsb);
     benchmark::DoNotOptimize(sums.data());
   }
-  st.counters["GB/s"] = benchmark::Counter(4.0 * double(nt * cols) * double(st.iterations()),
-                                           benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  rate(st, "GB/s", 4.0 * double(nt * cols));
   reset_isa();
 }
 BENCHMARK(ActQuantQ8K)->ArgNames({"cols", "isa"})->ArgsProduct({{1024, 3072}, {0, 1, 3}});
@@ -267,8 +268,7 @@ void ActQuantQ8_0(benchmark::State& st) {
                           d.data(), c.data());
     benchmark::DoNotOptimize(c.data());
   }
-  st.counters["GB/s"] = benchmark::Counter(4.0 * double(nt * cols) * double(st.iterations()),
-                                           benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  rate(st, "GB/s", 4.0 * double(nt * cols));
   reset_isa();
 }
 BENCHMARK(ActQuantQ8_0)->ArgNames({"cols", "isa"})->ArgsProduct({{896, 4864}, {1, 3}});
@@ -285,8 +285,7 @@ void RmsNorm(benchmark::State& st) {
     rms_norm(x.data(), w.data(), nt, d, 1e-6f, out.data());
     benchmark::DoNotOptimize(out.data());
   }
-  st.counters["GB/s"] = benchmark::Counter(4.0 * double(nt * d) * double(st.iterations()),
-                                           benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  rate(st, "GB/s", 4.0 * double(nt * d));
   set_threads(0);
 }
 BENCHMARK(RmsNorm)->ArgNames({"tokens", "cols", "threads"})->ArgsProduct({{64, 512}, {896, 1024}, {1, 2}})->UseRealTime();
@@ -309,8 +308,7 @@ void Rope(benchmark::State& st) {
     rope_to(x.data(), out.data(), pos.data(), nt, nh, hd, p);
     benchmark::DoNotOptimize(out.data());
   }
-  st.counters["GB/s"] = benchmark::Counter(4.0 * double(x.size()) * double(st.iterations()),
-                                           benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  rate(st, "GB/s", 4.0 * double(x.size()));
   set_threads(0);
 }
 BENCHMARK(Rope)->ArgNames({"tokens", "heads", "threads"})->ArgsProduct({{64, 512}, {14}, {1, 2}})->UseRealTime();
@@ -329,8 +327,7 @@ void PackWeight(benchmark::State& st, GgmlType t) {
     pack_weight(wv, out.get());
     benchmark::DoNotOptimize(out.get());
   }
-  st.counters["GB/s"] = benchmark::Counter(double(w.size()) * double(st.iterations()),
-                                           benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  rate(st, "GB/s", double(w.size()));
   set_threads(0);
 }
 BENCHMARK_CAPTURE(PackWeight, Q8_0, GgmlType::Q8_0)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
@@ -363,8 +360,7 @@ void MemRead(benchmark::State& st) {
     });
     benchmark::DoNotOptimize(sums.data());
   }
-  st.counters["GB/s"] = benchmark::Counter(double(kBytes) * double(st.iterations()),
-                                           benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  rate(st, "GB/s", double(kBytes));
   set_threads(0);
 }
 BENCHMARK(MemRead)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
