@@ -13,6 +13,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kernels.h"
 #include "common/error.h"
+#include "common/fp16.h"
 #include "kernels/random_weights.h"
 #include "quant/quant.h"
 
@@ -246,6 +247,58 @@ TEST(Softmax, EveryPathMatchesDoublePrecision) {
         ASSERT_NEAR(s[j], e, 1e-6 * e + 1e-37) << "isa " << isa_name(isa) << " n " << n << " j " << j;
       }
     }
+  }
+}
+
+// Every ISA's weighted row sums (attention's V accumulation on the dot path) against double
+// precision over the rows as dequantize_row gives them: weight rows 1-11 (the passes of 8, 4, 2
+// and 1 rows, and of 3), head sizes with and without a tail past 32 columns; and a Q8_0 V sums
+// exactly as F32 rows holding its dequantized values, on each path.
+TEST(Vsum, EveryPathMatchesDoublePrecision) {
+  std::mt19937 rng(5);
+  for (Isa isa : supported_isas()) {
+    const VsumFn f = vsum_fn(isa);
+    for (GgmlType vt : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0})
+      for (int64_t d : {32, 64, 80, 128}) {
+        if (vt == GgmlType::Q8_0 && d % 32 != 0) continue;
+        for (int64_t n : {1, 9, 70})
+          for (int64_t G : {1, 2, 3, 5, 7, 8, 11}) {
+            const size_t vs = row_size(vt, d);
+            std::vector<uint8_t> v(vs * size_t(n));
+            std::vector<float> vf(size_t(n * d));  // the rows as the kernels read them
+            for (int64_t j = 0; j < n; ++j) {
+              const auto x = test::random_floats(size_t(d), rng, 3.0f);
+              uint8_t* row = v.data() + size_t(j) * vs;
+              if (vt == GgmlType::F32) std::memcpy(row, x.data(), vs);
+              if (vt == GgmlType::F16)
+                for (int64_t i = 0; i < d; ++i) reinterpret_cast<uint16_t*>(row)[i] = fp32_to_fp16(x[size_t(i)]);
+              if (vt == GgmlType::Q8_0) quantize_act_q8_0(x.data(), reinterpret_cast<quant::block_q8_0*>(row), d);
+              quant::dequantize_row(vt, row, vf.data() + j * d, d);
+            }
+            auto w = test::random_floats(size_t(G * n), rng);
+            for (float& a : w) a = std::fabs(a);  // softmax weights are >= 0
+            std::vector<float> out(size_t(G * d), NAN);
+            f(n, G, w.data(), v.data(), vs, vt, d, out.data());
+            for (int64_t g = 0; g < G; ++g)
+              for (int64_t i = 0; i < d; ++i) {
+                double e = 0, mag = 0;
+                for (int64_t j = 0; j < n; ++j) {
+                  e += double(w[size_t(g * n + j)]) * vf[size_t(j * d + i)];
+                  mag += std::fabs(double(w[size_t(g * n + j)]) * vf[size_t(j * d + i)]);
+                }
+                ASSERT_NEAR(out[size_t(g * d + i)], e, 1e-6 * mag + 1e-30)
+                    << isa_name(isa) << " " << type_name(vt) << " d " << d << " n " << n << " G " << G << " g " << g
+                    << " i " << i;
+              }
+            if (vt == GgmlType::Q8_0) {
+              std::vector<float> out32(out.size(), NAN);
+              f(n, G, w.data(), reinterpret_cast<const uint8_t*>(vf.data()), size_t(d) * sizeof(float), GgmlType::F32,
+                d, out32.data());
+              ASSERT_EQ(0, std::memcmp(out.data(), out32.data(), out.size() * sizeof(float)))
+                  << isa_name(isa) << " d " << d << " n " << n << " G " << G;
+            }
+          }
+      }
   }
 }
 

@@ -394,7 +394,8 @@ SoftmaxFn softmax_fn(Isa isa) {
 }
 
 VsumFn vsum_fn(Isa isa) {
-  VsumFn f = isa >= Isa::Avx2 ? vsum_avx2() : nullptr;
+  VsumFn f = isa >= Isa::Avx512 ? vsum_avx512() : nullptr;
+  if (!f && isa >= Isa::Avx2) f = vsum_avx2();
   return f ? f : &vsum_scalar;
 }
 

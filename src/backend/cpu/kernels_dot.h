@@ -64,6 +64,7 @@ VsumFn vsum_avx2();
 SoftmaxFn softmax_avx2();
 SwigluFn swiglu_avx2();
 SoftmaxFn softmax_avx512();  // simd_ops_avx512.cpp
+VsumFn vsum_avx512();
 SwigluFn swiglu_avx512();
 
 }  // namespace minfer::cpu
