@@ -98,43 +98,64 @@ void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k
   const int64_t work = nt * p.n_head * (int64_t(pos[nt - 1]) + 1) * (hd + hdv);
   const bool par = work >= (int64_t(1) << 15);
 
-  // One work item = one token x one KV head: the query heads sharing that KV head (GQA) are
-  // scored together, so each K row is read once per group and each V row once per group.
+  // One work item = a few consecutive tokens x one KV head: their query heads sharing that KV
+  // head (GQA), up to kDotRows rows, take the V rows together, so each V row read (and, for
+  // Q8_0, converted) feeds them all, and their keys stay in cache from one token's scores to
+  // the next (one token an item left qwen3-0.6b's 2 heads a KV head re-reading every row 256
+  // times in a 512-token prompt). Weights past a token's own keys are zero, so its sums are
+  // those over its keys alone.
+  constexpr int64_t kDotRows = 8;
+  const int64_t tb = std::max<int64_t>(1, kDotRows / group);
+  const int64_t n_tblocks = (nt + tb - 1) / tb;
   auto item_fn = [&](int64_t item, int) {
     // Per-thread scratch kept across calls: a decode step allocates nothing.
     thread_local std::vector<float> scores, acc;
     thread_local std::vector<uint8_t> qbuf;
-    acc.resize(size_t(group * hdv));
-    qbuf.resize(q_bytes * size_t(group));
-    const int64_t t = item / p.n_head_kv, hk = item % p.n_head_kv;
-    const int64_t n_kv = int64_t(pos[t]) + 1;
-    for (int64_t g = 0; g < group; ++g)
-      quantize_act(qt, q + (t * p.n_head + hk * group + g) * hd, qbuf.data() + g * q_bytes, hd);
-    scores.resize(size_t(group * n_kv));
-    // K rows play the weight rows, the group's query heads the tokens: the dot kernels apply
-    // the cache type's numerics. A blocked region's rows are gathered first.
+    // Later tokens attend to more keys: their items are handed out first.
+    const int64_t t0 = (n_tblocks - 1 - item / p.n_head_kv) * tb, hk = item % p.n_head_kv;
+    const int64_t t1 = std::min(nt, t0 + tb), rows = (t1 - t0) * group;
+    int64_t n_all = 0;
+    for (int64_t t = t0; t < t1; ++t) n_all = std::max(n_all, int64_t(pos[t]) + 1);
+    acc.resize(size_t(rows * hdv));
+    qbuf.resize(q_bytes * size_t(rows));
+    for (int64_t t = t0; t < t1; ++t)
+      for (int64_t g = 0; g < group; ++g)
+        quantize_act(qt, q + (t * p.n_head + hk * group + g) * hd, qbuf.data() + ((t - t0) * group + g) * q_bytes, hd);
+    scores.resize(size_t(rows * n_all));
+    // K rows play the weight rows, the query rows the tokens: the dot kernels apply the cache
+    // type's numerics. A blocked region's rows are gathered first.
     const uint8_t* krows = kv_row(k, hk, 0);
     size_t kstride = k.row_bytes;
     if (k.blocked) {
-      thread_local std::vector<uint16_t> rows;
-      rows.resize(size_t(n_kv * hd));
-      for (int64_t j = 0; j < n_kv; ++j) {
+      thread_local std::vector<uint16_t> kr;
+      kr.resize(size_t(n_all * hd));
+      for (int64_t j = 0; j < n_all; ++j) {
         const uint16_t* key = kv_key_lane(k, hk, j);
-        for (int64_t i = 0; i < hd; ++i) rows[size_t(j * hd + i)] = key[i * kKeyBlock];
+        for (int64_t i = 0; i < hd; ++i) kr[size_t(j * hd + i)] = key[i * kKeyBlock];
       }
-      krows = reinterpret_cast<const uint8_t*>(rows.data());
+      krows = reinterpret_cast<const uint8_t*>(kr.data());
       kstride = size_t(hd) * sizeof(uint16_t);
     }
-    dot(k.type, hd, krows, kstride, n_kv, qbuf.data(), q_bytes, group, scores.data(), n_kv);
-    for (int64_t g = 0; g < group; ++g) softmax(n_kv, scores.data() + g * n_kv, p.scale);
+    // Each token's scores by the call a decode step makes for it (the dot kernels' paths for
+    // more rows sum in another order): a token's output does not depend on its batch.
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = int64_t(pos[t]) + 1, r0 = (t - t0) * group;
+      dot(k.type, hd, krows, kstride, n, qbuf.data() + r0 * q_bytes, q_bytes, group, scores.data() + r0 * n_all,
+          n_all);
+      for (int64_t g = 0; g < group; ++g) {
+        float* s = scores.data() + (r0 + g) * n_all;
+        softmax(n, s, p.scale);
+        std::fill(s + n, s + n_all, 0.0f);
+      }
+    }
     // Q8_0 values are summed from their blocks (vsum takes d x q as dequantize_row gives it):
     // dequantizing a head's rows first wrote and read back 1 MiB of f32 at 2K positions.
-    vsum(n_kv, group, scores.data(), kv_row(v, hk, 0), v.row_bytes, v.type, hdv, acc.data());
-    for (int64_t g = 0; g < group; ++g)
-      std::copy(acc.begin() + g * hdv, acc.begin() + (g + 1) * hdv,
-                out + (t * p.n_head + hk * group + g) * hdv);
+    vsum(n_all, rows, scores.data(), kv_row(v, hk, 0), v.row_bytes, v.type, hdv, acc.data());
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy(acc.begin() + r * hdv, acc.begin() + (r + 1) * hdv,
+                out + ((t0 + r / group) * p.n_head + hk * group + r % group) * hdv);
   };
-  const int64_t n_items = nt * p.n_head_kv;
+  const int64_t n_items = n_tblocks * p.n_head_kv;
   const AttnBlockFn block = ops_kernels(isa).attn_block;
   if (block && k.type != GgmlType::Q8_0 && v.type != GgmlType::Q8_0) {
     // One work item = a block of up to kTokens tokens x one KV head: the block's keys are
