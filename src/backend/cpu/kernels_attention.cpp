@@ -6,8 +6,8 @@
 // Two paths. With AVX2 or AVX-512 and an F32/F16 cache, attn_block (attn_tiles.h) takes blocks
 // of up to 64 tokens x one KV head: the keys the block needs are converted to f32 once, and up
 // to 8 query rows (the group's heads, and the next tokens' when a group is smaller) share every
-// key and value load. Otherwise (scalar, Q8_0 cache) one item is one token x one KV head on the
-// dot-product tiles of kernels_dot.h. F16 keys may be kept blocked (kernels.h, kv_keys_blocked):
+// key and value load. Otherwise (scalar, Q8_0 cache) one item is a few tokens x one KV head on
+// the dot-product tiles of kernels_dot.h. F16 keys may be kept blocked (kernels.h, kv_keys_blocked):
 // the block path reads them as they are; the dot path gathers a head's rows first.
 #include <algorithm>
 #include <cmath>
