@@ -15,7 +15,8 @@
 #                         avx2 (llama.cpp's haswell build), avxvnni (its alderlake build: AVX2
 #                         + AVX-VNNI, as on Intel's client CPUs since 2021), avx512 (its icelake
 #                         build: AVX-512 VNNI, no AMX); default: each engine's best for this CPU
-#        BENCH_KERNELS    bench_kernels binary (default: bench/bench_kernels beside MINFER, when
+#        BENCH_KERNELS    bench_kernels binary (default: bench/bench_kernels beside MINFER, else
+#                         this checkout's build/bench/bench_kernels, when
 #                         built): its MemRead, run before and after the rounds, prints the read
 #                         bandwidth the host left this sitting (two samples: context, not a bound)
 #        DEPTH            also decode after DEPTH tokens in the cache ("tg64 @ d1024"): llama.cpp's
@@ -40,6 +41,8 @@ tg=${TG:-64}
 kv=${KV:-f16}
 depth=${DEPTH:-0}
 kernels=${BENCH_KERNELS:-$(dirname "$minfer")/bench/bench_kernels}
+# A copied binary (MINFER=/tmp/minfer-old) has none beside it: this checkout's build's, then.
+[ -n "${BENCH_KERNELS:-}" ] || [ -x "$kernels" ] || kernels=$root/build/bench/bench_kernels
 
 if [[ -z "$model" || "$model" == -h || "$model" == --help ]]; then
   sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
