@@ -95,7 +95,10 @@ struct Vsum512Q8_0 {  // d x q[i], as dequantize_row (i a multiple of 16: never 
     const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)(b->qs + i % 32))));
     return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b->d)), q);
   }
-  static float s(const uint8_t*, int64_t) { return 0.0f; }  // (no tail: rows of whole blocks)
+  static float s(const uint8_t* p, int64_t i) {
+    const quant::block_q8_0* b = reinterpret_cast<const quant::block_q8_0*>(p) + i / 32;
+    return _cvtsh_ss(b->d) * float(b->qs[i % 32]);
+  }
 };
 
 template <class L, int G>
@@ -131,8 +134,8 @@ void vsum512_typed(int64_t n, int64_t G, const float* w, const uint8_t* v, size_
     if (G - g >= 2) vsum512_block<L, 2>(n, w + g * n, v, vs, c, out + g * d, d), g += 2;
     if (G - g == 1) vsum512_block<L, 1>(n, w + g * n, v, vs, c, out + g * d, d);
   }
-  // The columns past the last 32 (F32/F16 heads of odd sizes; Q8_0 rows have none): one lane
-  // at a time, the same FMA chain.
+  // The columns past the last 32 (F32/F16 heads of odd sizes; a Q8_0 cache's heads are whole
+  // blocks): one lane at a time, the same FMA chain.
   for (int64_t g = 0; g < G; ++g)
     for (int64_t i = c; i < d; ++i) {
       float acc = 0.0f;
