@@ -63,8 +63,8 @@ bool dot_tile_avx512_uses_bf16(GgmlType wtype);
 VsumFn vsum_avx2();
 SoftmaxFn softmax_avx2();
 SwigluFn swiglu_avx2();
+VsumFn vsum_avx512();        // simd_avx512.cpp
 SoftmaxFn softmax_avx512();  // simd_ops_avx512.cpp
-VsumFn vsum_avx512();
 SwigluFn swiglu_avx512();
 
 }  // namespace minfer::cpu

@@ -1518,6 +1518,79 @@ struct Load512BF16 {
   }
 };
 
+// Q8_0 rows (the attention's V cache): element i is d x q[i] of its block of 32, as
+// dequantize_row gives it (i a multiple of 16: a vector never straddles blocks).
+struct Load512Q8_0 {
+  static __m512 q8(const uint8_t* p, int64_t i, __m128i q) {
+    const quant::block_q8_0* b = reinterpret_cast<const quant::block_q8_0*>(p) + i / 32;
+    return _mm512_mul_ps(_mm512_set1_ps(f16(reinterpret_cast<const uint8_t*>(&b->d))),
+                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+  }
+  static const int8_t* qs(const uint8_t* p, int64_t i) {
+    return reinterpret_cast<const quant::block_q8_0*>(p)[i / 32].qs + i % 32;
+  }
+  static __m512 v(const uint8_t* p, int64_t i) { return q8(p, i, _mm_loadu_si128((const __m128i*)qs(p, i))); }
+  static __m512 m(const uint8_t* p, int64_t i, __mmask16 k) { return q8(p, i, _mm_maskz_loadu_epi8(k, qs(p, i))); }
+};
+
+// ---- Weighted row sums (attention's V accumulation on the dot path: a Q8_0 cache) -----------
+// 32 columns (one Q8_0 block) x up to 8 weight rows a pass, in 16 accumulators: each V row's
+// conversion feeds 8 rows' FMAs, where the 256-bit vsum_simd converts it again for every 3.
+// Each lane sums w x v in j order with one FMA a row, as vsum_simd does.
+template <class L, int G>
+inline void vsum512_block(int64_t n, const float* w, const uint8_t* v, size_t vs, int64_t c, float* out,
+                          int64_t d) {
+  __m512 acc[G][2];
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; ++j) {
+    const uint8_t* row = v + size_t(j) * vs;
+    const __m512 x0 = L::v(row, c), x1 = L::v(row, c + 16);
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+      const __m512 a = _mm512_set1_ps(w[g * n + j]);
+      acc[g][0] = _mm512_fmadd_ps(a, x0, acc[g][0]);
+      acc[g][1] = _mm512_fmadd_ps(a, x1, acc[g][1]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) {
+    _mm512_storeu_ps(out + g * d + c, acc[g][0]);
+    _mm512_storeu_ps(out + g * d + c + 16, acc[g][1]);
+  }
+}
+
+template <class L>
+void vsum512_typed(int64_t n, int64_t G, const float* w, const uint8_t* v, size_t vs, int64_t d, float* out) {
+  int64_t c = 0;
+  for (; c + 32 <= d; c += 32) {
+    int64_t g = 0;
+    for (; g + 8 <= G; g += 8) vsum512_block<L, 8>(n, w + g * n, v, vs, c, out + g * d, d);
+    if (G - g >= 4) vsum512_block<L, 4>(n, w + g * n, v, vs, c, out + g * d, d), g += 4;
+    if (G - g >= 2) vsum512_block<L, 2>(n, w + g * n, v, vs, c, out + g * d, d), g += 2;
+    if (G - g == 1) vsum512_block<L, 1>(n, w + g * n, v, vs, c, out + g * d, d);
+  }
+  // The columns past the last 32 (F32/F16 heads of odd sizes; a Q8_0 cache's heads are whole
+  // blocks): one lane at a time, the same FMA chain.
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t i = c; i < d; ++i) {
+      __m128 acc = _mm_setzero_ps();
+      for (int64_t j = 0; j < n; ++j)
+        acc = _mm_fmadd_ss(_mm_set_ss(w[g * n + j]), _mm512_castps512_ps128(L::m(v + size_t(j) * vs, i, 1)), acc);
+      out[g * d + i] = _mm_cvtss_f32(acc);
+    }
+}
+
+void vsum512(int64_t n, int64_t G, const float* w, const uint8_t* v, size_t vs, GgmlType vt, int64_t d,
+             float* out) {
+  if (vt == GgmlType::F16)
+    vsum512_typed<Load512F16>(n, G, w, v, vs, d, out);
+  else if (vt == GgmlType::Q8_0)
+    vsum512_typed<Load512Q8_0>(n, G, w, v, vs, d, out);
+  else
+    vsum512_typed<Load512F32>(n, G, w, v, vs, d, out);
+}
+
 // C sums per output (1 or 4), column 16 c of every 16 C into sum c (the rest into sum 0), added
 // as (s0 + s1) + (s2 + s3) at the end. F16 and BF16 take 4: with one chain a one-token row was
 // bound by the FMA's latency (one 32-byte F16 load per 4 cycles; Gemv_F16 3072 x 1024 one core,
@@ -1906,6 +1979,8 @@ PackedGemmFn packed_kq_gemm_avx512(GgmlType t, bool amx) {
   }
 }
 
+VsumFn vsum_avx512() { return &vsum512; }
+
 DotTileFn dot_tile_avx512(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return &row_stream_tiles<F512K<Load512F32, 1>, 4, 4>;
@@ -1941,6 +2016,7 @@ DotTileFn dot_tile_avx512(GgmlType t) {
 #else
 namespace minfer::cpu {
 DotTileFn dot_tile_avx512(GgmlType) { return nullptr; }
+VsumFn vsum_avx512() { return nullptr; }
 bool dot_tile_avx512_uses_amx(GgmlType) { return false; }
 bool dot_tile_avx512_uses_bf16(GgmlType) { return false; }
 PackedGemmFn packed_kq_gemm_avx512(GgmlType, bool) { return nullptr; }

@@ -8,7 +8,6 @@
 #include "backend/cpu/kernels_dot.h"
 #include "backend/cpu/kernels_ops.h"
 #include "backend/cpu/scratch.h"
-#include "quant/blocks.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -73,85 +72,6 @@ void softmax512(int64_t n, float* s, float scale) {
     const __mmask16 m = tail_mask(n - j);
     _mm512_mask_storeu_ps(s + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + j), inv));
   }
-}
-
-// ---- weighted row sums (the dot path's V accumulation: a Q8_0 cache) -----------------------
-// 32 columns (one Q8_0 block) x up to 8 weight rows a pass, in 16 accumulators: each V row's
-// conversion feeds 8 rows' FMAs, where the 256-bit vsum_simd converts it again for every 3.
-// Each lane sums w x v in j order with one FMA a row, as vsum_simd and vsum_scalar do.
-struct Vsum512F32 {
-  static __m512 v(const uint8_t* p, int64_t i) { return _mm512_loadu_ps((const float*)p + i); }
-  static float s(const uint8_t* p, int64_t i) { return ((const float*)p)[i]; }
-};
-struct Vsum512F16 {
-  static __m512 v(const uint8_t* p, int64_t i) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)((const uint16_t*)p + i)));
-  }
-  static float s(const uint8_t* p, int64_t i) { return _cvtsh_ss(((const uint16_t*)p)[i]); }
-};
-struct Vsum512Q8_0 {  // d x q[i], as dequantize_row (i a multiple of 16: never straddles blocks)
-  static __m512 v(const uint8_t* p, int64_t i) {
-    const quant::block_q8_0* b = reinterpret_cast<const quant::block_q8_0*>(p) + i / 32;
-    const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)(b->qs + i % 32))));
-    return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b->d)), q);
-  }
-  static float s(const uint8_t* p, int64_t i) {
-    const quant::block_q8_0* b = reinterpret_cast<const quant::block_q8_0*>(p) + i / 32;
-    return _cvtsh_ss(b->d) * float(b->qs[i % 32]);
-  }
-};
-
-template <class L, int G>
-inline void vsum512_block(int64_t n, const float* w, const uint8_t* v, size_t vs, int64_t c, float* out,
-                          int64_t d) {
-  __m512 acc[G][2];
-#pragma GCC unroll 8
-  for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm512_setzero_ps();
-  for (int64_t j = 0; j < n; ++j) {
-    const uint8_t* row = v + size_t(j) * vs;
-    const __m512 x0 = L::v(row, c), x1 = L::v(row, c + 16);
-#pragma GCC unroll 8
-    for (int g = 0; g < G; ++g) {
-      const __m512 a = _mm512_set1_ps(w[g * n + j]);
-      acc[g][0] = _mm512_fmadd_ps(a, x0, acc[g][0]);
-      acc[g][1] = _mm512_fmadd_ps(a, x1, acc[g][1]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int g = 0; g < G; ++g) {
-    _mm512_storeu_ps(out + g * d + c, acc[g][0]);
-    _mm512_storeu_ps(out + g * d + c + 16, acc[g][1]);
-  }
-}
-
-template <class L>
-void vsum512_typed(int64_t n, int64_t G, const float* w, const uint8_t* v, size_t vs, int64_t d, float* out) {
-  int64_t c = 0;
-  for (; c + 32 <= d; c += 32) {
-    int64_t g = 0;
-    for (; g + 8 <= G; g += 8) vsum512_block<L, 8>(n, w + g * n, v, vs, c, out + g * d, d);
-    if (G - g >= 4) vsum512_block<L, 4>(n, w + g * n, v, vs, c, out + g * d, d), g += 4;
-    if (G - g >= 2) vsum512_block<L, 2>(n, w + g * n, v, vs, c, out + g * d, d), g += 2;
-    if (G - g == 1) vsum512_block<L, 1>(n, w + g * n, v, vs, c, out + g * d, d);
-  }
-  // The columns past the last 32 (F32/F16 heads of odd sizes; a Q8_0 cache's heads are whole
-  // blocks): one lane at a time, the same FMA chain.
-  for (int64_t g = 0; g < G; ++g)
-    for (int64_t i = c; i < d; ++i) {
-      float acc = 0.0f;
-      for (int64_t j = 0; j < n; ++j) acc = std::fma(w[g * n + j], L::s(v + size_t(j) * vs, i), acc);
-      out[g * d + i] = acc;
-    }
-}
-
-void vsum512(int64_t n, int64_t G, const float* w, const uint8_t* v, size_t vs, GgmlType vt, int64_t d,
-             float* out) {
-  if (vt == GgmlType::F16)
-    vsum512_typed<Vsum512F16>(n, G, w, v, vs, d, out);
-  else if (vt == GgmlType::Q8_0)
-    vsum512_typed<Vsum512Q8_0>(n, G, w, v, vs, d, out);
-  else
-    vsum512_typed<Vsum512F32>(n, G, w, v, vs, d, out);
 }
 
 // silu(g) = g / (1 + exp(-g)) with a true division (an rcp14 + Newton step measured no faster:
@@ -323,7 +243,6 @@ OpsKernels ops_avx512() {
   return k;
 }
 SoftmaxFn softmax_avx512() { return &softmax512; }
-VsumFn vsum_avx512() { return &vsum512; }
 SwigluFn swiglu_avx512() { return &swiglu512; }
 
 }  // namespace minfer::cpu
@@ -333,7 +252,6 @@ SwigluFn swiglu_avx512() { return &swiglu512; }
 namespace minfer::cpu {
 OpsKernels ops_avx512() { return {}; }
 SoftmaxFn softmax_avx512() { return nullptr; }
-VsumFn vsum_avx512() { return nullptr; }
 SwigluFn swiglu_avx512() { return nullptr; }
 }  // namespace minfer::cpu
 #endif
