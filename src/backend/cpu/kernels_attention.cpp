@@ -101,9 +101,9 @@ void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k
   // One work item = a few consecutive tokens x one KV head: their query heads sharing that KV
   // head (GQA), up to kDotRows rows, take the V rows together, so each V row read (and, for
   // Q8_0, converted) feeds them all, and their keys stay in cache from one token's scores to
-  // the next (one token an item left qwen3-0.6b's 2 heads a KV head re-reading every row 256
-  // times in a 512-token prompt). Weights past a token's own keys are zero, so its sums are
-  // those over its keys alone.
+  // the next (one token an item read a V row once per later token, up to 512 times in a
+  // 512-token prompt, for qwen3-0.6b's 2 heads a KV head; 4 tokens an item, a quarter of that).
+  // Weights past a token's own keys are zero, so its sums are those over its keys alone.
   constexpr int64_t kDotRows = 8;
   const int64_t tb = std::max<int64_t>(1, kDotRows / group);
   const int64_t n_tblocks = (nt + tb - 1) / tb;
