@@ -53,6 +53,10 @@ std::unique_ptr<Tokenizer::Impl> build_impl(detail::Spec spec) {
     v.bos = 11;
     v.eos = 11;
     const detail::PreTypeInfo info = detail::pre_type_info(spec.pre.value_or(""));
+    if (!info.known)
+      fail("{}: pre-tokenizer type '{}' (tokenizer.ggml.pre) is not supported: minfer would split "
+           "the text differently from llama.cpp",
+           src, *spec.pre);
     v.pre_canonical = info.canonical;
     v.ignore_merges = info.ignore_merges;
     v.add_bos = info.add_bos;
@@ -122,65 +126,82 @@ std::unique_ptr<Tokenizer::Impl> build_impl(detail::Spec spec) {
   if (spec.add_bos) v.add_bos = *spec.add_bos;
   if (spec.add_eos) v.add_eos = *spec.add_eos;
 
+  // llama.cpp adds the CONTROL attribute to a text-detected token (and warns that the model
+  // file mislabels it); the other attribute bits stay.
   auto make_control = [&](int32_t id) {
     if ((v.tokens[id].attr & ATTR_CONTROL) == 0) {
-      v.tokens[id].attr = ATTR_CONTROL;
+      v.tokens[id].attr |= ATTR_CONTROL;
       v.tokens[id].type = TokenType::Control;
     }
   };
-  // Tokens recognised by their text (llama.cpp walks a hash map; we take the lowest id).
+  auto set_attr = [&](int32_t id, uint32_t attr, TokenType type) {
+    v.tokens[size_t(id)].attr = attr;
+    v.tokens[size_t(id)].type = type;
+  };
+  // Tokens recognised by their text (llama.cpp walks a hash map; we take the lowest id). The
+  // lists are llama.cpp v0.4.0's (llama-vocab.cpp, llama_vocab::impl::load).
   auto detect = [&](int32_t& id, std::initializer_list<const char*> texts) {
     if (id != -1) return;
     for (const char* t : texts) v.for_each_id_of(t, [&](int32_t i) { id = id < 0 || i < id ? i : id; });
     if (id >= 0) make_control(id);
   };
   detect(v.eot, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                 "<|end_of_text|>", "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>",
+                 "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>",
                  "<end_of_utterance>"});
   detect(v.eom, {"<|eom_id|>"});
   detect(v.fim_pre, {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>",
-                     "▁<PRE>", "<|code_prefix|>"});
+                     "▁<PRE>", "<|code_prefix|>", "<|prefix|>"});
   detect(v.fim_suf, {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>",
-                     "▁<SUF>", "<|code_suffix|>"});
+                     "▁<SUF>", "<|code_suffix|>", "<|suffix|>"});
   detect(v.fim_mid, {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>",
-                     "▁<MID>", "<|code_middle|>"});
-  detect(v.fim_pad, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>"});
+                     "▁<MID>", "<|code_middle|>", "<|middle|>"});
+  detect(v.fim_pad, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"});
   detect(v.fim_rep, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"});
   detect(v.fim_sep, {"<|file_sep|>"});
 
   // End of generation: FIM pad/repo/sep, every token with an end-of-turn text, EOS/EOT/EOM.
+  // "</s>" is on the list for PaddleOCR: in other vocabularies (Qwen's, id 128247) it is a
+  // plain token that llama.cpp makes CONTROL and end-of-generation all the same.
   std::vector<uint8_t> eog(n, 0);
   for (int32_t id : {v.fim_pad, v.fim_rep, v.fim_sep})
     if (id >= 0) eog[id] = 1;
-  for (const char* t : {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
-                        "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>",
-                        "<end_of_utterance>"})
+  for (const char* t : {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+                        "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+                        "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+                        "<｜end▁of▁sentence｜>", "[e~["})
     v.for_each_id_of(t, [&](int32_t i) {
       eog[size_t(i)] = 1;
       make_control(i);
     });
   // gpt-oss: these are always rendered.
   for (const char* t : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})
-    v.for_each_id_of(t, [&](int32_t i) {
-      v.tokens[size_t(i)].attr = ATTR_USER_DEFINED;
-      v.tokens[size_t(i)].type = TokenType::UserDefined;
-    });
+    v.for_each_id_of(t, [&](int32_t i) { set_attr(i, ATTR_USER_DEFINED, TokenType::UserDefined); });
   for (int32_t id : {v.eos, v.eot, v.eom})
     if (id >= 0) eog[id] = 1;
+  // The end-of-generation token of one text (the last id of a duplicated text, as llama.cpp's
+  // checks below find it), or -1.
+  auto eog_id_of = [&](const char* text) {
+    int32_t found = -1;
+    for (size_t i = 0; i < n; ++i)
+      if (eog[i] && v.tokens[i].text == text) found = int32_t(i);
+    return found;
+  };
   {
-    // o200k_harmony: with <|return|> and <|call|> present, <|end|> does not end generation.
-    int32_t ret = -1, call = -1, end = -1;
-    for (size_t i = 0; i < n; ++i) {
-      if (!eog[i]) continue;
-      const std::string& t = v.tokens[i].text;
-      if (t == "<|return|>") ret = int32_t(i);
-      if (t == "<|call|>") call = int32_t(i);
-      if (t == "<|end|>") end = int32_t(i);
+    // o200k_harmony (<|return|> and <|call|>) and solar-open (<|calls|> and <|flush|>): <|end|>
+    // does not end generation there.
+    const int32_t end = eog_id_of("<|end|>");
+    const bool call = eog_id_of("<|call|>") >= 0 || eog_id_of("<|calls|>") >= 0;
+    if (end >= 0 && call && (eog_id_of("<|return|>") >= 0 || eog_id_of("<|flush|>") >= 0)) {
+      eog[size_t(end)] = 0;
+      set_attr(end, ATTR_USER_DEFINED, TokenType::UserDefined);
     }
-    if (ret >= 0 && call >= 0 && end >= 0) {
-      eog[end] = 0;
-      v.tokens[end].attr = ATTR_USER_DEFINED;
-      v.tokens[end].type = TokenType::UserDefined;
+  }
+  {
+    // Gemma 4 (<|tool_response>): its "</s>" is text, not an end of generation.
+    const int32_t s = eog_id_of("</s>");
+    if (s >= 0 && eog_id_of("<|tool_response>") >= 0) {
+      eog[size_t(s)] = 0;
+      set_attr(s, ATTR_NORMAL, TokenType::Normal);
     }
   }
   v.is_eog = std::move(eog);

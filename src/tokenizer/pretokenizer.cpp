@@ -43,7 +43,7 @@ PreTypeInfo pre_type_info(const std::string& pre) {
   if (is({"default"})) {
     r.canonical = "default";
   } else if (is({"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0",
-                 "lfm2"})) {
+                 "lfm2", "jina-v5-nano"})) {
     r.canonical = "llama3";
     r.regexes = {kLlama3};
     r.ignore_merges = true;
@@ -83,8 +83,8 @@ PreTypeInfo pre_type_info(const std::string& pre) {
     r.clean_spaces = false;
     r.regexes = {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+",
                  "[\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+", "\\p{N}"};
-  } else if (is({"deepseek-v3"})) {
-    r.canonical = "deepseek-v3";
+  } else if (is({"deepseek-v3", "hunyuan-dense", "joyai-llm"})) {
+    r.canonical = pre;
     r.clean_spaces = false;
     r.regexes = {
         "\\p{N}{1,3}",
@@ -95,7 +95,7 @@ PreTypeInfo pre_type_info(const std::string& pre) {
   } else if (is({"falcon"})) {
     r.canonical = "falcon";
     r.regexes = {"[\\p{P}\\$\\+<=>\\^~\\|`]+", kGpt2, "[0-9][0-9][0-9]"};
-  } else if (is({"starcoder", "refact", "smollm", "codeshell", "exaone", "minerva-7b"})) {
+  } else if (is({"starcoder", "refact", "smollm", "codeshell", "exaone", "minerva-7b", "mellum2"})) {
     r.canonical = "starcoder";
     r.clean_spaces = !is({"smollm"});
     r.regexes = {"\\p{N}", kGpt2};
@@ -105,21 +105,21 @@ PreTypeInfo pre_type_info(const std::string& pre) {
     r.regexes = {"\\p{N}", kGpt2};
   } else if (is({"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de",
                  "a.x-4.0", "mellum", "jina-v1-en", "jina-v2-code", "roberta-bpe", "mpt", "olmo",
-                 "jais", "exaone4"})) {
+                 "jais", "exaone4", "modern-bert"})) {
     r.canonical = "gpt-2";
     r.regexes = {kGpt2};
   } else if (is({"trillion", "granite-docling"})) {
     r.canonical = pre;
     r.clean_spaces = false;
     r.regexes = {kGpt2};
-  } else if (is({"qwen2", "deepseek-r1-qwen", "kormo"})) {
+  } else if (is({"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2"})) {
     r.canonical = "qwen2";
     r.clean_spaces = false;
     r.regexes = {kQwen2};
   } else if (is({"stablelm2", "megrez"})) {
     r.canonical = "qwen2";
     r.regexes = {kQwen2};
-  } else if (is({"hunyuan", "grok-2"})) {
+  } else if (is({"hunyuan", "grok-2", "solar-open"})) {
     r.canonical = pre;
     r.clean_spaces = false;
     r.regexes = {kQwen2};
@@ -150,7 +150,7 @@ PreTypeInfo pre_type_info(const std::string& pre) {
     r.add_bos = true;
     r.regexes = {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )",
                  "\\p{N}", "[\\p{P}!-/:-@\\[-`{-~]", kGpt2};
-  } else if (is({"gpt-4o", "llama4", "minimax-m2"})) {
+  } else if (is({"gpt-4o", "llama4", "minimax-m2", "kanana2", "talkie"})) {
     r.canonical = "gpt-4o";
     r.clean_spaces = false;
     r.regexes = {kGpt4o};
@@ -166,7 +166,40 @@ PreTypeInfo pre_type_info(const std::string& pre) {
     r.regexes = {
         "'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
         "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"};
+  } else if (is({"qwen35"})) {
+    r.canonical = "qwen35";
+    r.clean_spaces = false;
+    r.regexes = {
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|"
+        "\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+  } else if (is({"jais-2"})) {
+    r.canonical = "jais-2";
+    r.regexes = {
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+        "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s{512}(?!\\S)|\\s{256}(?!\\S)|\\s{128}(?!\\S)|"
+        "\\s{64}(?!\\S)|\\s{32}(?!\\S)|\\s{16}(?!\\S)|\\s{8}(?!\\S)|\\s{4}(?!\\S)|\\s{1,2}(?!\\S)|\\s{1}"};
+  } else if (is({"exaone-moe"})) {
+    r.canonical = "exaone-moe";
+    r.regexes = {
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: "
+        "\\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"};
+  } else if (is({"laguna"})) {
+    r.canonical = "laguna";
+    r.clean_spaces = false;
+    r.regexes = {"[^\\n]+|[\\n]+", kQwen2};
+  } else if (is({"granite-embed-multi-97m"})) {
+    r.canonical = pre;
+    r.clean_spaces = false;
+    r.ignore_merges = true;
+    r.regexes = {
+        "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))*((?=[\\p{L}\\p{M}])([^A-Z]))+(?:'[sS]|'[tT]|"
+        "'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))+"
+        "((?=[\\p{L}\\p{M}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| "
+        "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+  } else if (pre.empty()) {
+    r.canonical = "default";
   } else {
+    r.known = false;
     r.canonical = "default";
   }
   if (r.canonical == "default") {

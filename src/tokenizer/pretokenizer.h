@@ -9,9 +9,11 @@
 
 namespace minfer::tok::detail {
 
-// The regexes llama.cpp uses for a tokenizer.ggml.pre value, plus the flags that value
-// implies. Like llama.cpp, an absent or unknown name falls back to "default".
+// The regexes llama.cpp (v0.4.0) uses for a tokenizer.ggml.pre value, plus the flags that value
+// implies. An absent or empty name is "default" (llama.cpp warns that quality degrades); a name
+// llama.cpp does not know, or one whose splitting minfer does not reproduce, is not `known`.
 struct PreTypeInfo {
+  bool known = true;
   std::string canonical;              // the llama.cpp pre-type this name maps to
   std::vector<std::string> regexes;
   bool ignore_merges = false;

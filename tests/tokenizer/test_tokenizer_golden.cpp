@@ -85,6 +85,12 @@ TEST(Golden, QwenEndOfGenerationTokens) {
   EXPECT_TRUE(tok.is_eog(151643));   // <|endoftext|>
   EXPECT_FALSE(tok.is_eog(151644));  // <|im_start|>
   EXPECT_FALSE(tok.is_eog(9707));
+  // "</s>" is a plain token of Qwen's vocabulary that llama.cpp v0.4.0 makes an end of
+  // generation and a special text (its oracle: "a</s>b" -> 64, 128247, 65; not parsed:
+  // 64, 522, 82, 51407).
+  EXPECT_TRUE(tok.is_eog(128247));
+  EXPECT_EQ(tok.encode("a</s>b", false, true), (std::vector<int32_t>{64, 128247, 65}));
+  EXPECT_EQ(tok.encode("a</s>b", false, false), (std::vector<int32_t>{64, 522, 82, 51407}));
   ASSERT_TRUE(tok.chat_template().has_value());
   EXPECT_NE(tok.chat_template()->find("<|im_start|>"), std::string::npos);
   EXPECT_EQ(tok.encode("Hello, world! 你好", false, true),

@@ -2,12 +2,15 @@
 // bad ids, the text -> id map, merges through a text that is not a token.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <unistd.h>
 
 #include "common/error.h"
+#include "gguf/gguf.h"
+#include "tokenizer/pretokenizer.h"
 #include "tokenizer/text_map.h"
 #include "tokenizer/tokenizer.h"
 
@@ -137,6 +140,117 @@ TEST(Bpe, MergesThroughATextThatIsNotAToken) {
   EXPECT_EQ(tok->encode("abcd", false, false), (std::vector<int32_t>{3, 4}));  // rank order: "ab c" first
   // A code point that stands for no byte: llama.cpp's marker with its UTF-8 bytes and the text.
   EXPECT_EQ(tok->token_to_piece(5), "x[UNK_BYTE_0xe282acx\xE2\x82\xACy]y");
+}
+
+
+// A byte-level BPE vocabulary written as a GGUF file and read back: the 256 byte tokens, then
+// `extra` (type 1 NORMAL, or 3 CONTROL for the texts in `control`), pre-type `pre`.
+std::unique_ptr<Tokenizer> bpe_vocab(const std::vector<std::string>& extra, const std::vector<std::string>& control,
+                                     const std::string& pre) {
+  auto bytes = Tokenizer::byte_level({});
+  std::vector<std::string> texts;
+  std::vector<minfer::gguf::Value> types;
+  for (int32_t i = 0; i < 256; ++i) {
+    texts.push_back(bytes->token_text(i));
+    types.push_back(minfer::gguf::Value::i32(1));
+  }
+  for (const auto& t : extra) {
+    texts.push_back(t);
+    const bool ctl = std::find(control.begin(), control.end(), t) != control.end();
+    types.push_back(minfer::gguf::Value::i32(ctl ? 3 : 1));
+  }
+  minfer::gguf::Writer w;
+  w.set("tokenizer.ggml.model", minfer::gguf::Value::str("gpt2"));
+  w.set("tokenizer.ggml.pre", minfer::gguf::Value::str(pre));
+  w.set("tokenizer.ggml.tokens", minfer::gguf::Value::string_array(texts));
+  w.set("tokenizer.ggml.token_type", minfer::gguf::Value::array(minfer::gguf::ValueType::I32, types));
+  w.set("tokenizer.ggml.merges", minfer::gguf::Value::string_array({}));
+  const auto path = std::filesystem::temp_directory_path() / ("minfer-vocab-" + std::to_string(::getpid()) + ".gguf");
+  w.write(path.string());
+  auto f = minfer::gguf::File::open(path.string());
+  auto tok = Tokenizer::from_gguf(*f);
+  std::filesystem::remove(path);
+  return tok;
+}
+
+// llama.cpp v0.4.0 takes "</s>" for an end of generation by its text, in any vocabulary, and makes
+// it CONTROL: Qwen's plain token 128247 "</s>" is then one special token in a prompt and ends
+// generation (checked against the oracle on tiny-qwen2-q8_0.gguf: "a</s>b" -> a, 128247, b).
+TEST(SpecialTokens, EndOfTurnTextsBecomeControlAndEndGeneration) {
+  auto tok = bpe_vocab({"</s>", "[EOS]", "<turn|>", "hello"}, {}, "qwen2");
+  const int32_t s = 256, eos = 257, turn = 258, hello = 259;
+  EXPECT_TRUE(tok->is_eog(s));
+  EXPECT_TRUE(tok->is_eog(eos));
+  EXPECT_TRUE(tok->is_eog(turn));
+  EXPECT_FALSE(tok->is_eog(hello));
+  EXPECT_EQ(tok->token_type(s), minfer::tok::TokenType::Control);
+  EXPECT_EQ(tok->encode("a</s>b", false, true), (std::vector<int32_t>{'a', s, 'b'}));
+  EXPECT_EQ(tok->encode("a</s>b", false, false), (std::vector<int32_t>{'a', '<', '/', 's', '>', 'b'}));
+  EXPECT_EQ(tok->token_to_piece(s, false), "");  // a control token renders only when asked
+  EXPECT_EQ(tok->token_to_piece(s, true), "</s>");
+}
+
+// Gemma 4's vocabulary (it has <|tool_response>) keeps "</s>" as text; with <|calls|> and
+// <|flush|> (solar-open), as with <|return|> and <|call|> (gpt-oss), <|end|> does not end
+// generation and is USER_DEFINED.
+TEST(SpecialTokens, VocabularyWorkaroundsOfLlamaCpp) {
+  auto gemma = bpe_vocab({"</s>", "<|tool_response>"}, {}, "gpt-2");
+  EXPECT_FALSE(gemma->is_eog(256));
+  EXPECT_TRUE(gemma->is_eog(257));
+  EXPECT_EQ(gemma->token_type(256), minfer::tok::TokenType::Normal);
+  EXPECT_EQ(gemma->encode("a</s>", false, true), (std::vector<int32_t>{'a', '<', '/', 's', '>'}));
+
+  auto solar = bpe_vocab({"<|end|>", "<|calls|>", "<|flush|>"}, {"<|end|>", "<|calls|>", "<|flush|>"}, "solar-open");
+  EXPECT_FALSE(solar->is_eog(256));
+  EXPECT_TRUE(solar->is_eog(257));
+  EXPECT_TRUE(solar->is_eog(258));
+  EXPECT_EQ(solar->token_type(256), minfer::tok::TokenType::UserDefined);
+
+  auto plain = bpe_vocab({"<|end|>", "<|calls|>"}, {"<|end|>", "<|calls|>"}, "qwen2");  // no <|flush|>
+  EXPECT_TRUE(plain->is_eog(256));
+}
+
+// The pre-types llama.cpp v0.4.0 added over the ones minfer had, as it maps them (each checked
+// against the oracle: 50 random texts of mixed scripts, marks, digits, whitespace and special
+// texts through tiny-qwen2-q8_0.gguf with its tokenizer.ggml.pre rewritten).
+TEST(PreTypes, NewNamesMapAsInLlamaCpp) {
+  using minfer::tok::detail::pre_type_info;
+  EXPECT_EQ(pre_type_info("f2llmv2").regexes, pre_type_info("qwen2").regexes);
+  EXPECT_EQ(pre_type_info("jina-v5-nano").regexes, pre_type_info("llama3").regexes);
+  EXPECT_TRUE(pre_type_info("jina-v5-nano").add_bos);
+  EXPECT_EQ(pre_type_info("modern-bert").regexes, pre_type_info("gpt-2").regexes);
+  EXPECT_EQ(pre_type_info("kanana2").regexes, pre_type_info("gpt-4o").regexes);
+  EXPECT_EQ(pre_type_info("talkie").regexes, pre_type_info("gpt-4o").regexes);
+  EXPECT_EQ(pre_type_info("mellum2").regexes, pre_type_info("starcoder").regexes);
+  EXPECT_TRUE(pre_type_info("mellum2").clean_spaces);
+  EXPECT_EQ(pre_type_info("solar-open").regexes, pre_type_info("qwen2").regexes);
+  EXPECT_EQ(pre_type_info("hunyuan-dense").regexes, pre_type_info("deepseek-v3").regexes);
+  EXPECT_EQ(pre_type_info("joyai-llm").regexes, pre_type_info("deepseek-v3").regexes);
+  for (const char* p : {"hunyuan-dense", "joyai-llm", "solar-open", "qwen35", "laguna", "granite-embed-multi-97m"})
+    EXPECT_FALSE(pre_type_info(p).clean_spaces) << p;
+  EXPECT_TRUE(pre_type_info("granite-embed-multi-97m").ignore_merges);
+  for (const char* p : {"qwen35", "jais-2", "exaone-moe", "laguna", "granite-embed-multi-97m", "", "default"})
+    EXPECT_TRUE(pre_type_info(p).known) << p;
+  // Combining marks join the letters before them in qwen35; qwen2 puts them with the punctuation.
+  const std::string text = "e\xCC\x81!";  // e, U+0301, !
+  using minfer::tok::detail::PreTokenizer;
+  EXPECT_EQ(PreTokenizer(pre_type_info("qwen35").regexes).split(text), (std::vector<size_t>{3, 1}));
+  EXPECT_EQ(PreTokenizer(pre_type_info("qwen2").regexes).split(text), (std::vector<size_t>{1, 3}));
+}
+
+// A pre-type llama.cpp does not know, or one minfer does not split as llama.cpp does, is refused
+// when the tokenizer loads (llama.cpp: "unknown pre-tokenizer type"), not tokenized another way.
+TEST(PreTypes, UnknownOrUnsupportedNamesAreRefused) {
+  for (const char* p : {"no-such-pre", "gemma4", "kimi-k2", "superbpe"}) {
+    EXPECT_FALSE(minfer::tok::detail::pre_type_info(p).known) << p;
+    try {
+      bpe_vocab({}, {}, p);
+      ADD_FAILURE() << p << " was accepted";
+    } catch (const minfer::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("pre-tokenizer type '") + p + "'"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace
