@@ -71,6 +71,13 @@ struct PayloadOf {
   std::string operator()(const T&) const { return {}; }
 };
 
+// " yarn=..." when the rope is not plain (empty otherwise, so that plain graphs dump as before).
+std::string yarn_text(const RopeYarn& y) {
+  if (y == RopeYarn{}) return {};
+  return fmt::format(" yarn=ext:{},attn:{},beta:{}/{},orig_ctx:{}", y.ext_factor, y.attn_factor, y.beta_fast,
+                     y.beta_slow, y.n_ctx_orig);
+}
+
 struct MetaString {
   std::string operator()(const std::monostate&) const { return {}; }
   std::string operator()(const MatMulMeta& m) const {
@@ -82,9 +89,9 @@ struct MetaString {
     return fmt::format("weight={}", m.weight.empty() ? "-" : m.weight);
   }
   std::string operator()(const RopeMeta& m) const {
-    return fmt::format("n_head={} head_dim={} n_rot={} base={} scale={}{}", m.n_head, m.head_dim,
+    return fmt::format("n_head={} head_dim={} n_rot={} base={} scale={}{}{}", m.n_head, m.head_dim,
                        m.n_rot, m.freq_base, m.freq_scale,
-                       m.freq_factors.empty() ? "" : " factors=" + m.freq_factors);
+                       m.freq_factors.empty() ? "" : " factors=" + m.freq_factors, yarn_text(m.yarn));
   }
   std::string operator()(const AttnMeta& m) const {
     return fmt::format("layer={} n_head={} n_head_kv={} head_dim={} head_dim_v={} nkt={} scale={}",
@@ -98,8 +105,8 @@ struct MetaString {
     return fmt::format("weight={} type={}", m.weight, type_name(m.weight_type));
   }
   std::string operator()(const FusedQkvMeta& m) const {
-    return fmt::format("layer={} wq={} wk={} wv={} n_head={} n_head_kv={} head_dim={} n_ctx={}",
-                       m.layer, m.wq, m.wk, m.wv, m.n_head, m.n_head_kv, m.head_dim, m.n_ctx);
+    return fmt::format("layer={} wq={} wk={} wv={} n_head={} n_head_kv={} head_dim={} n_ctx={}{}",
+                       m.layer, m.wq, m.wk, m.wv, m.n_head, m.n_head_kv, m.head_dim, m.n_ctx, yarn_text(m.yarn));
   }
   std::string operator()(const FusedFfnMeta& m) const {
     return fmt::format("gate={} up={} {}->{}", m.gate, m.up, m.in_dim, m.nf);

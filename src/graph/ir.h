@@ -101,10 +101,18 @@ struct NormMeta {
   std::string weight;  // "" = none
   bool operator==(const NormMeta&) const = default;
 };
+// YaRN context extension, as ggml_rope_ext takes it (ext_factor 0: none) and the cos/sin
+// magnitude attn_factor (rope.scaling.attn_factor; YaRN's own factor included).
+struct RopeYarn {
+  float ext_factor = 0.0f, attn_factor = 1.0f, beta_fast = 32.0f, beta_slow = 1.0f;
+  int64_t n_ctx_orig = 0;
+  bool operator==(const RopeYarn&) const = default;
+};
 struct RopeMeta {
   int64_t n_head = 0, head_dim = 0, n_rot = 0;
   float freq_base = 10000.0f, freq_scale = 1.0f;
   std::string freq_factors;  // weight name of Llama-3 rope_freqs ("" = none)
+  RopeYarn yarn;
   bool operator==(const RopeMeta&) const = default;
 };
 struct AttnMeta {
@@ -139,6 +147,7 @@ struct FusedQkvMeta {
   int64_t n_rot = 0;
   float freq_base = 10000.0f, freq_scale = 1.0f;
   std::string freq_factors;
+  RopeYarn yarn;
   int64_t n_ctx = 0;
   bool operator==(const FusedQkvMeta&) const = default;
 };

@@ -84,15 +84,31 @@ HParams hparams_from_gguf(const gguf::File& f, const TensorTable& t) {
 
   hp.rope_freq_base = float(f.get_float(p + "rope.freq_base").value_or(10000.0));
   if (!(hp.rope_freq_base > 0)) fail("{}: rope.freq_base must be positive", f.path());
-  if (std::optional<std::string> st = f.get_string(p + "rope.scaling.type")) {
-    if (*st != "none" && *st != "linear") {
-      fail("{}: rope scaling type '{}' is not supported (none, linear)", f.path(), *st);
-    }
+  // Rope scaling as llama.cpp reads it (llama_model::load_hparams, llama_context's cparams): the
+  // type defaults to linear, "none" ignores the factor, YaRN mixes the scaled and unscaled angles
+  // (ext_factor 1) and scales cos/sin by get_mscale(factor) / (1 + 0.1 ln factor); float
+  // arithmetic as llama.cpp's.
+  const std::string scaling = f.get_string(p + "rope.scaling.type").value_or("linear");
+  if (scaling != "none" && scaling != "linear" && scaling != "yarn") {
+    fail("{}: rope scaling type '{}' is not supported (none, linear, yarn)", f.path(), scaling);
   }
-  double factor = f.get_float(p + "rope.scale_linear").value_or(0.0);
-  if (factor == 0.0) factor = f.get_float(p + "rope.scaling.factor").value_or(0.0);
+  double factor = f.get_float(p + "rope.scaling.factor").value_or(0.0);
+  if (factor == 0.0) factor = f.get_float(p + "rope.scale_linear").value_or(0.0);
   if (factor < 0.0 || !std::isfinite(factor)) fail("{}: invalid rope scaling factor {}", f.path(), factor);
-  hp.rope_freq_scale = factor == 0.0 ? 1.0f : float(1.0 / factor);
+  const float ropescale = float(factor);
+  hp.rope_freq_scale = ropescale == 0.0f || scaling == "none" ? 1.0f : 1.0f / ropescale;
+  graph::RopeYarn& y = hp.rope_yarn;
+  y.n_ctx_orig = get_uniform_int(f, p + "rope.scaling.original_context_length").value_or(hp.n_ctx_train);
+  if (y.n_ctx_orig <= 0) fail("{}: rope.scaling.original_context_length must be positive", f.path());
+  if (scaling == "yarn") {
+    y.ext_factor = 1.0f;
+    const float fac = 1.0f / hp.rope_freq_scale;
+    y.attn_factor = fac <= 1.0f ? 1.0f : 0.1f * 1.0f * std::log(fac) + 1.0f;
+    y.attn_factor *= 1.0f / (1.0f + 0.1f * std::log(fac));
+  }
+  const double attn = f.get_float(p + "rope.scaling.attn_factor").value_or(1.0);
+  if (!(attn > 0) || !std::isfinite(attn)) fail("{}: invalid rope.scaling.attn_factor {}", f.path(), attn);
+  y.attn_factor *= float(attn);
 
   std::optional<double> eps = f.get_float(p + "attention.layer_norm_rms_epsilon");
   if (!eps) fail("{}: missing key {}attention.layer_norm_rms_epsilon", f.path(), p);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "graph/ir.h"
 #include "quant/types.h"
 
 namespace minfer::gguf {
@@ -33,7 +34,8 @@ struct HParams {
   int64_t head_dim_v = 0;    // of V (attention.value_length, default head_dim)
   int64_t n_rot = 0;         // rope.dimension_count, default head_dim
   float rope_freq_base = 10000.0f;
-  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor (linear scaling)
+  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor (linear and YaRN scaling)
+  graph::RopeYarn rope_yarn;     // rope.scaling.type yarn, rope.scaling.attn_factor
   float rms_eps = 1e-5f;
   bool neox_rope = false;    // qwen2/qwen3 rotate pairs (i, i + n_rot/2); llama (2i, 2i+1)
   bool tied_output = false;  // no output.weight: the lm_head is token_embd.weight

@@ -42,6 +42,7 @@ struct Ctx {
     m.freq_base = hp.rope_freq_base;
     m.freq_scale = hp.rope_freq_scale;
     m.freq_factors = freq_factors;
+    m.yarn = hp.rope_yarn;
     return m;
   }
   graph::KvMeta kv_meta(int il) const { return models::kv_meta(hp, p.cparams.n_ctx, il); }
@@ -85,6 +86,7 @@ struct Ctx {
     m.freq_base = hp.rope_freq_base;
     m.freq_scale = hp.rope_freq_scale;
     m.freq_factors = freq_factors;
+    m.yarn = hp.rope_yarn;
     m.n_ctx = p.cparams.n_ctx;
     return m;
   }

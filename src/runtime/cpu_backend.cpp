@@ -41,13 +41,18 @@ const float* vec_or_null(TensorMap& tm, const std::string& name, int64_t n) {
 }
 
 cpu::RopeParams rope_params(TensorMap& tm, graph::RopeStyle style, int64_t n_rot, float base,
-                            float scale, const std::string& factors) {
+                            float scale, const std::string& factors, const graph::RopeYarn& yarn) {
   cpu::RopeParams rp;
   rp.style = style == graph::RopeStyle::NeoX ? cpu::RopeStyle::NeoX : cpu::RopeStyle::Normal;
   rp.n_rot = n_rot;
   rp.freq_base = base;
   rp.freq_scale = scale;
   rp.freq_factors = vec_or_null(tm, factors, n_rot / 2);
+  rp.ext_factor = yarn.ext_factor;
+  rp.attn_factor = yarn.attn_factor;
+  rp.beta_fast = yarn.beta_fast;
+  rp.beta_slow = yarn.beta_slow;
+  rp.n_ctx_orig = yarn.n_ctx_orig;
   return rp;
 }
 
@@ -73,7 +78,7 @@ void qkv_epilogue(TensorMap& tm, const graph::FusedQkvMeta& m, const int32_t* po
                   m.norm_eps, k);
   }
   const cpu::RopeParams rp =
-      rope_params(tm, m.rope_style, m.n_rot, m.freq_base, m.freq_scale, m.freq_factors);
+      rope_params(tm, m.rope_style, m.n_rot, m.freq_base, m.freq_scale, m.freq_factors, m.yarn);
   cpu::rope(q, pos, nt, m.n_head, m.head_dim, rp);
   cpu::rope(k, pos, nt, m.n_head_kv, m.head_dim, rp);
   sched::KvPair kv = tm.kv(m.layer);
@@ -163,7 +168,7 @@ void CpuBackend::compute(const graph::CNode& node, sched::TensorMap& tm) {
             const auto& m = std::get<graph::RopeMeta>(node.meta);
             // Out of place when the allocator did not alias y to x: no separate copy pass.
             cpu::rope_to(src_f32(0), out(), src_i32(1), nt, m.n_head, m.head_dim,
-                         rope_params(tm, op.style, m.n_rot, m.freq_base, m.freq_scale, m.freq_factors));
+                         rope_params(tm, op.style, m.n_rot, m.freq_base, m.freq_scale, m.freq_factors, m.yarn));
           },
           [&](const graph::OpKvStore& op) {
             const auto& m = std::get<graph::KvMeta>(node.meta);

@@ -76,8 +76,8 @@ inline MiniGraph build_mini(const MiniConfig& c, const graph::GraphParams& p) {
       if (split_bias) {
         q = b.qkv_bias_rope_store(q, k, v, m.positions, fq);
       } else {
-        RopeMeta rq{c.n_head, c.head_dim, c.head_dim, 10000.0f, 1.0f, ""};
-        RopeMeta rk{c.n_head_kv, c.head_dim, c.head_dim, 10000.0f, 1.0f, ""};
+        RopeMeta rq{c.n_head, c.head_dim, c.head_dim, 10000.0f, 1.0f, "", {}};
+        RopeMeta rk{c.n_head_kv, c.head_dim, c.head_dim, 10000.0f, 1.0f, "", {}};
         q = b.rope(q, m.positions, c.rope, rq);
         k = b.rope(k, m.positions, c.rope, rk);
         b.kv_store(il, k, v, m.positions, kvm);

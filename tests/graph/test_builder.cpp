@@ -122,7 +122,7 @@ TEST(Builder, ShapesPropagate) {
   EXPECT_EQ(mm.bias, "bq");
   NodeId qn = b.qk_norm(m, 16, 4, 1e-6f, "qn");
   EXPECT_EQ(b.node(qn).shape, (Shape{64, 5, 1, 1}));
-  NodeId r = b.rope(qn, pos, RopeStyle::NeoX, RopeMeta{4, 16, 16, 1e6f, 1.0f, ""});
+  NodeId r = b.rope(qn, pos, RopeStyle::NeoX, RopeMeta{4, 16, 16, 1e6f, 1.0f, "", {}});
   EXPECT_EQ(b.node(r).op, Op(OpRope{RopeStyle::NeoX}));
   KvMeta kvm{0, 16, 16, 64};
   NodeId k = b.matmul(e, WeightDesc{"wk", minfer::GgmlType::F32, {32, 16, 1, 1}});
@@ -171,8 +171,8 @@ TEST(Builder, RejectsBadShapesAndIds) {
   EXPECT_THROW(b.add(x, y), minfer::Error);
   EXPECT_THROW(b.embedding(x, WeightDesc{"emb", minfer::GgmlType::F32, {8, 10, 1, 1}}),
                minfer::Error);  // f32 ids
-  EXPECT_THROW(b.rope(x, pos, RopeStyle::Normal, RopeMeta{3, 4, 4, 1e4f, 1, ""}), minfer::Error);
-  EXPECT_THROW(b.rope(x, x, RopeStyle::Normal, RopeMeta{2, 4, 4, 1e4f, 1, ""}), minfer::Error);
+  EXPECT_THROW(b.rope(x, pos, RopeStyle::Normal, RopeMeta{3, 4, 4, 1e4f, 1, "", {}}), minfer::Error);
+  EXPECT_THROW(b.rope(x, x, RopeStyle::Normal, RopeMeta{2, 4, 4, 1e4f, 1, "", {}}), minfer::Error);
   EXPECT_THROW(b.kv_store(0, x, x, pos, KvMeta{0, 8, 8, 0}), minfer::Error);
   EXPECT_THROW(b.kv_store(1, x, x, pos, KvMeta{0, 8, 8, 16}), minfer::Error);
   EXPECT_THROW(b.attn(x, x, pos, AttnMeta{0, 2, 1, 4, 4, 4, 0.5f}), minfer::Error);  // not a kv_load

@@ -2,11 +2,11 @@
 // unknown architecture, a missing tensor and a wrong shape.
 #include <gtest/gtest.h>
 
-#include <filesystem>
+#include <cmath>
 #include <functional>
-#include <unistd.h>
 
 #include "common/error.h"
+#include "common/rewritten_model.h"
 #include "common/test_data.h"
 #include "gguf/gguf.h"
 #include "models/hparams.h"
@@ -176,66 +176,65 @@ TEST(HParams, ArchNames) {
 
 namespace {
 
-// stories260K rewritten with some keys changed (or removed when the value is empty).
-std::string rewritten(const std::string& tag,
-                      const std::function<void(gguf::Writer&)>& edit) {
-  auto f = gguf::File::open(test::shared_path("models/stories260K.gguf"));
-  gguf::Writer w(f->alignment());
-  w.copy_metadata(*f);
-  edit(w);
-  for (const auto& t : f->tensors())
-    w.add_tensor(t.name, t.type, {t.ne[0], t.ne[1]}, t.data);
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("minfer_hp_" + tag + "_" + std::to_string(::getpid()) + ".gguf"))
-                               .string();
-  w.write(path);
-  return path;
-}
-
 HParams load_abs(const std::string& path) {
   auto f = gguf::File::open(path);
   return hparams_from_gguf(*f, TensorTable::from_gguf(*f));
+}
+
+// stories260K with `edit` applied to its keys.
+HParams load_edited(const std::function<void(gguf::Writer&)>& edit) {
+  const test::RewrittenModel copy("stories260K.gguf", edit);
+  return load_abs(copy.path());
 }
 
 }  // namespace
 
 TEST(HParams, LinearRopeScaling) {
   MINFER_REQUIRE_SHARED();
-  const std::string p = rewritten("linear", [](gguf::Writer& w) {
+  HParams hp = load_edited([](gguf::Writer& w) {
     w.set("llama.rope.scaling.type", gguf::Value::str("linear"));
     w.set("llama.rope.scaling.factor", gguf::Value::f32(4.0f));
     w.set("llama.rope.freq_base", gguf::Value::f32(500000.0f));
   });
-  HParams hp = load_abs(p);
-  std::filesystem::remove(p);
   EXPECT_FLOAT_EQ(hp.rope_freq_scale, 0.25f);
   EXPECT_FLOAT_EQ(hp.rope_freq_base, 500000.0f);
+  EXPECT_EQ(hp.rope_yarn, (graph::RopeYarn{0.0f, 1.0f, 32.0f, 1.0f, hp.n_ctx_train}));
 }
 
-TEST(HParams, YarnIsRejected) {
+// YaRN as llama.cpp's context sets it up: ext_factor 1, beta 32 / 1, the original context from
+// its key (else the trained one), and the magnitude factor get_mscale(4) / (1 + 0.1 ln 4) times
+// rope.scaling.attn_factor.
+TEST(HParams, YarnRopeScaling) {
   MINFER_REQUIRE_SHARED();
-  const std::string p = rewritten("yarn", [](gguf::Writer& w) {
+  HParams hp = load_edited([](gguf::Writer& w) {
     w.set("llama.rope.scaling.type", gguf::Value::str("yarn"));
+    w.set("llama.rope.scaling.factor", gguf::Value::f32(4.0f));
+    w.set("llama.rope.scaling.original_context_length", gguf::Value::u32(8192));
+    w.set("llama.rope.scaling.attn_factor", gguf::Value::f32(2.0f));
   });
-  std::string msg = error_of([&] { load_abs(p); });
-  std::filesystem::remove(p);
-  EXPECT_NE(msg.find("rope scaling type 'yarn'"), std::string::npos) << msg;
+  EXPECT_FLOAT_EQ(hp.rope_freq_scale, 0.25f);
+  EXPECT_EQ(hp.rope_yarn.ext_factor, 1.0f);
+  EXPECT_EQ(hp.rope_yarn.beta_fast, 32.0f);
+  EXPECT_EQ(hp.rope_yarn.beta_slow, 1.0f);
+  EXPECT_EQ(hp.rope_yarn.n_ctx_orig, 8192);
+  const float m = 0.1f * std::log(4.0f) + 1.0f;
+  EXPECT_FLOAT_EQ(hp.rope_yarn.attn_factor, m * (1.0f / (1.0f + 0.1f * std::log(4.0f))) * 2.0f);
+  const std::string msg = error_of([&] {
+    load_edited([](gguf::Writer& w) { w.set("llama.rope.scaling.type", gguf::Value::str("longrope")); });
+  });
+  EXPECT_NE(msg.find("rope scaling type 'longrope'"), std::string::npos) << msg;
 }
 
 TEST(HParams, MissingKeyIsNamed) {
   MINFER_REQUIRE_SHARED();
-  const std::string p = rewritten("nokey", [](gguf::Writer& w) { w.remove("llama.block_count"); });
-  std::string msg = error_of([&] { load_abs(p); });
-  std::filesystem::remove(p);
+  std::string msg = error_of([&] { load_edited([](gguf::Writer& w) { w.remove("llama.block_count"); }); });
   EXPECT_NE(msg.find("missing key llama.block_count"), std::string::npos) << msg;
 }
 
 TEST(HParams, BadHeadCountIsAnError) {
   MINFER_REQUIRE_SHARED();
-  const std::string p = rewritten("kvheads", [](gguf::Writer& w) {
-    w.set("llama.attention.head_count_kv", gguf::Value::u32(3));
+  std::string msg = error_of([&] {
+    load_edited([](gguf::Writer& w) { w.set("llama.attention.head_count_kv", gguf::Value::u32(3)); });
   });
-  std::string msg = error_of([&] { load_abs(p); });
-  std::filesystem::remove(p);
   EXPECT_NE(msg.find("head_count_kv = 3"), std::string::npos) << msg;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/rewritten_model.h"
 #include "common/test_data.h"
 #include "gguf/gguf.h"
 #include "graph/ir.h"
@@ -183,22 +184,12 @@ TEST(Context, BadInputsAreErrors) {
 // finished), and a good copy of the same file must load.
 TEST(Model, BrokenTokenizerFailsTheLoad) {
   MINFER_REQUIRE_SHARED();
-  auto f = gguf::File::open(test::shared_path("models/stories260K.gguf"));
-  const auto dir = std::filesystem::temp_directory_path();
-  const std::string pid = std::to_string(::getpid());
-  auto write_copy = [&](const std::string& path, bool break_tokens) {
-    gguf::Writer w(f->alignment());
-    w.copy_metadata(*f);
-    if (break_tokens)
-      w.set("tokenizer.ggml.tokens", gguf::Value::array(gguf::ValueType::I32, {gguf::Value::i32(1)}));
-    for (const gguf::TensorInfo& t : f->tensors())
-      w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims), t.data);
-    w.write(path);
-  };
-  const std::string good = (dir / ("minfer-tok-good-" + pid + ".gguf")).string();
-  const std::string broken = (dir / ("minfer-tok-broken-" + pid + ".gguf")).string();
-  write_copy(good, false);
-  write_copy(broken, true);
+  const test::RewrittenModel good_copy("stories260K.gguf", [](gguf::Writer&) {});
+  const test::RewrittenModel broken_copy("stories260K.gguf", [](gguf::Writer& w) {
+    w.set("tokenizer.ggml.tokens", gguf::Value::array(gguf::ValueType::I32, {gguf::Value::i32(1)}));
+  });
+  const std::string& good = good_copy.path();
+  const std::string& broken = broken_copy.path();
   EXPECT_EQ(runtime::Model::load(good)->tokenizer().n_vocab(), 512);
   try {
     runtime::Model::load(broken);
@@ -206,8 +197,6 @@ TEST(Model, BrokenTokenizerFailsTheLoad) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.tokens"), std::string::npos) << e.what();
   }
-  std::filesystem::remove(good);
-  std::filesystem::remove(broken);
 }
 
 // A KV cache larger than the memory is refused before anything is allocated (zeroing it would

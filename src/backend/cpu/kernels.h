@@ -76,6 +76,14 @@ struct RopeParams {
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;       // 1 / linear scaling factor
   const float* freq_factors = nullptr;  // optional [n_rot/2] divisors (Llama 3 rope_freqs)
+  // YaRN, as ggml_rope_ext takes it: ext_factor 0 is plain scaling; otherwise each pair's angle
+  // mixes the scaled and unscaled ones by a ramp over the dimensions between the correction
+  // dims of beta_fast and beta_slow rotations in n_ctx_orig positions. cos and sin are
+  // multiplied by attn_factor (and, with YaRN, by 1 + 0.1 ln(1 / freq_scale)).
+  float ext_factor = 0.0f;
+  float attn_factor = 1.0f;
+  float beta_fast = 32.0f, beta_slow = 1.0f;
+  int64_t n_ctx_orig = 0;
 };
 
 // Rotates x [nt][n_head * head_dim] in place by the positions pos[nt], as ggml_rope_ext does.

@@ -42,16 +42,18 @@ void rope_rows_scalar(const float* x, float* y, int64_t n_rows, int64_t head_dim
 namespace {
 
 struct RopeTable {
-  RopeStyle style = RopeStyle::Normal;
-  int64_t n_rot = -1;
-  float freq_base = 0.0f, freq_scale = 0.0f;
+  RopeParams params;           // freq_factors points into `factors`
   std::vector<float> factors;  // copy of freq_factors (empty: none)
   std::vector<int32_t> pos;
   std::vector<float> cos_t, sin_t;  // [token][n_rot]
+  bool valid = false;
 
   bool matches(const int32_t* p, int64_t nt, const RopeParams& rp) const {
-    if (rp.style != style || rp.n_rot != n_rot || rp.freq_base != freq_base ||
-        rp.freq_scale != freq_scale || int64_t(pos.size()) != nt)
+    const RopeParams& q = params;
+    if (!valid || rp.style != q.style || rp.n_rot != q.n_rot || rp.freq_base != q.freq_base ||
+        rp.freq_scale != q.freq_scale || rp.ext_factor != q.ext_factor || rp.attn_factor != q.attn_factor ||
+        rp.beta_fast != q.beta_fast || rp.beta_slow != q.beta_slow || rp.n_ctx_orig != q.n_ctx_orig ||
+        int64_t(pos.size()) != nt)
       return false;
     if ((rp.freq_factors != nullptr) != !factors.empty()) return false;
     if (rp.freq_factors &&
@@ -61,13 +63,41 @@ struct RopeTable {
   }
 };
 
-void fill_token(const RopeParams& p, float theta_scale, int32_t pos, float* ct, float* st) {
+// ggml_rope_yarn_corr_dims: the first and last dimension pair of the YaRN ramp, from the
+// dimension whose wavelength makes beta_fast rotations in n_ctx_orig positions to the one that
+// makes beta_slow (float arithmetic as ggml's).
+void yarn_corr_dims(const RopeParams& p, float dims[2]) {
+  auto corr_dim = [&](float n_rot) {
+    return float(p.n_rot) * std::log(float(p.n_ctx_orig) / (n_rot * 2 * float(M_PI))) / (2 * std::log(p.freq_base));
+  };
+  const float start = std::floor(corr_dim(p.beta_fast));
+  const float end = std::ceil(corr_dim(p.beta_slow));
+  dims[0] = std::max(0.0f, start);
+  dims[1] = std::min(float(p.n_rot - 1), end);
+}
+
+// ggml's rope_yarn for pair i (dimension i0 = 2i): the angle and the cos/sin magnitude.
+void yarn_angle(const RopeParams& p, const float corr[2], int64_t i, float theta_extrap, float& theta,
+                float& mscale) {
+  const float theta_interp = p.freq_scale * theta_extrap;
+  theta = theta_interp;
+  mscale = p.attn_factor;
+  if (p.ext_factor != 0.0f) {
+    const float y = (float(i) - corr[0]) / std::max(0.001f, corr[1] - corr[0]);
+    const float ramp_mix = (1 - std::min(1.0f, std::max(0.0f, y))) * p.ext_factor;
+    theta = theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix;
+    mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+  }
+}
+
+void fill_token(const RopeParams& p, float theta_scale, const float corr[2], int32_t pos, float* ct, float* st) {
   const int64_t half = p.n_rot / 2;
   float theta = float(pos);
   for (int64_t i = 0; i < half; ++i) {
     const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
-    const float th = p.freq_scale * (theta / ff);
-    const float c = std::cos(th), s = std::sin(th);
+    float th = 0.0f, mscale = 1.0f;
+    yarn_angle(p, corr, i, theta / ff, th, mscale);
+    const float c = std::cos(th) * mscale, s = std::sin(th) * mscale;
     if (p.style == RopeStyle::NeoX) {
       ct[i] = c;
       st[i] = s;
@@ -83,20 +113,21 @@ void fill_token(const RopeParams& p, float theta_scale, int32_t pos, float* ct, 
 const RopeTable& table_for(const int32_t* pos, int64_t nt, const RopeParams& p) {
   thread_local RopeTable t;
   if (t.matches(pos, nt, p)) return t;
-  t.style = p.style;
-  t.n_rot = p.n_rot;
-  t.freq_base = p.freq_base;
-  t.freq_scale = p.freq_scale;
+  t.params = p;
   t.factors.assign(p.freq_factors, p.freq_factors ? p.freq_factors + p.n_rot / 2 : nullptr);
+  t.params.freq_factors = t.factors.empty() ? nullptr : t.factors.data();
+  t.valid = true;
   t.pos.assign(pos, pos + nt);
   const int64_t w = p.n_rot;
   t.cos_t.resize(size_t(nt * w));
   t.sin_t.resize(size_t(nt * w));
   const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
+  float corr[2];
+  yarn_corr_dims(p, corr);
   float* ct = t.cos_t.data();
   float* st = t.sin_t.data();
   auto fill = [&](int64_t t0, int64_t t1) {
-    for (int64_t i = t0; i < t1; ++i) fill_token(p, theta_scale, pos[i], ct + i * w, st + i * w);
+    for (int64_t i = t0; i < t1; ++i) fill_token(p, theta_scale, corr, pos[i], ct + i * w, st + i * w);
   };
   constexpr int64_t kTokens = 16;  // a chunk: ~16 x n_rot cos/sin evaluations
   if (nt * w >= 2048 && !in_parallel()) {
