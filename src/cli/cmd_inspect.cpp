@@ -80,7 +80,8 @@ std::string file_type_name(uint64_t t) {
       "MOSTLY_Q5_K_M", "MOSTLY_Q6_K", "MOSTLY_IQ2_XXS", "MOSTLY_IQ2_XS", "MOSTLY_Q2_K_S",
       "MOSTLY_IQ3_XS", "MOSTLY_IQ3_XXS", "MOSTLY_IQ1_S", "MOSTLY_IQ4_NL", "MOSTLY_IQ3_S",
       "MOSTLY_IQ3_M", "MOSTLY_IQ2_S", "MOSTLY_IQ2_M", "MOSTLY_IQ4_XS", "MOSTLY_IQ1_M",
-      "MOSTLY_BF16", nullptr, nullptr, nullptr, "MOSTLY_TQ1_0", "MOSTLY_TQ2_0", "MOSTLY_MXFP4_MOE"};
+      "MOSTLY_BF16", nullptr, nullptr, nullptr, "MOSTLY_TQ1_0", "MOSTLY_TQ2_0", "MOSTLY_MXFP4_MOE",
+      "MOSTLY_NVFP4", "MOSTLY_Q1_0", "MOSTLY_Q2_0"};
   if (t < std::size(names) && names[t]) return names[t];
   return fmt::format("unknown ({})", t);
 }

@@ -187,6 +187,75 @@ inline uint16_t iq1_m_d(const block_iq1_m& b) {
   return uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
 }
 
+// The low-bit and FP4 formats of ggml v0.4.0 (llama.cpp's 2025-2026 additions).
+constexpr int QK1_0 = 128;
+constexpr int QK2_0 = 64;
+constexpr int QK_MXFP4 = 32;
+constexpr int QK_NVFP4 = 64;
+constexpr int QK_NVFP4_SUB = 16;
+
+// x = d * (bit ? +1 : -1): element j is bit j % 8 of qs[j / 8].
+struct block_q1_0 {
+  uint16_t d;
+  uint8_t qs[QK1_0 / 8];
+};
+static_assert(sizeof(block_q1_0) == 18);
+
+// x = d * (q - 1), q in 0..3: element j is bits 2 (j % 4) of qs[j / 4].
+struct block_q2_0 {
+  uint16_t d;
+  uint8_t qs[QK2_0 / 4];
+};
+static_assert(sizeof(block_q2_0) == 18);
+
+// x = e8m0_half(e) * kvalues_fp4[q]: element j in the low nibble of qs[j], j + 16 in the high.
+struct block_mxfp4 {
+  uint8_t e;
+  uint8_t qs[QK_MXFP4 / 2];
+};
+static_assert(sizeof(block_mxfp4) == 17);
+
+// Four sub-blocks of 16, each with a UE4M3 scale: x = ue4m3(d[s]) * kvalues_fp4[q], sub-block s
+// laid out as an MXFP4 block of 16 (element j low nibble of qs[8 s + j], j + 8 the high one).
+struct block_nvfp4 {
+  uint8_t d[QK_NVFP4 / QK_NVFP4_SUB];
+  uint8_t qs[QK_NVFP4 / 2];
+};
+static_assert(sizeof(block_nvfp4) == 36);
+
+// Ternary, x = d * (t - 1), t in 0..2 (BitNet b1.58, TriLMs). TQ1_0: five trits a byte as a
+// base-3 fixed-point fraction of 256 (trit n of a byte = (uint8_t(q * 3^n) * 3) >> 8), 48 bytes
+// for 240 elements (32 bytes x 5 of them, then 16 x 5), and four trits a byte in qh for the last 16.
+struct block_tq1_0 {
+  uint8_t qs[(QK_K - 4 * QK_K / 64) / 5];
+  uint8_t qh[QK_K / 64];
+  uint16_t d;
+};
+static_assert(sizeof(block_tq1_0) == 54);
+
+// TQ2_0: two bits a trit, element 128 j + 32 l + m at bits 2 l of qs[32 j + m].
+struct block_tq2_0 {
+  uint8_t qs[QK_K / 4];
+  uint16_t d;
+};
+static_assert(sizeof(block_tq2_0) == 66);
+
+// E2M1 values doubled, shared by MXFP4 and NVFP4 (their scales carry the halving).
+inline constexpr int8_t kvalues_fp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// ggml_e8m0_to_fp32_half: 2^(e - 128), by its bits.
+inline float e8m0_to_fp32_half(uint8_t e) {
+  const uint32_t bits = e < 2 ? uint32_t(0x00200000) << e : uint32_t(e - 1) << 23;
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
+}
+
+// ggml_ue4m3_to_fp32: an unsigned E4M3 scale, halved (0 and 0x7F are zero).
+float ue4m3_to_fp32(uint8_t x);
+// ggml_fp32_to_ue4m3.
+uint8_t fp32_to_ue4m3(float x);
+
 inline constexpr int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                              1,    13,   25,  38,  53,  69,  89,  113};
 

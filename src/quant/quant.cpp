@@ -139,6 +139,12 @@ constexpr Codec kCodecs[] = {
      dequant<block_iq4_xs, ref::dequantize_iq4_xs>,
      {0, -1},
      65504.0f * 32 * 127},
+    {GgmlType::Q1_0, quant_noqw<block_q1_0, ref::quantize_q1_0>, dequant<block_q1_0, ref::dequantize_q1_0>, {0, -1}, 0},
+    {GgmlType::Q2_0, quant_noqw<block_q2_0, ref::quantize_q2_0>, dequant<block_q2_0, ref::dequantize_q2_0>, {0, -1}, 0},
+    {GgmlType::MXFP4, quant_noqw<block_mxfp4, ref::quantize_mxfp4>, dequant<block_mxfp4, ref::dequantize_mxfp4>, {-1, -1}, 0},
+    {GgmlType::NVFP4, quant_noqw<block_nvfp4, ref::quantize_nvfp4>, dequant<block_nvfp4, ref::dequantize_nvfp4>, {-1, -1}, 0},
+    {GgmlType::TQ1_0, quant_noqw<block_tq1_0, ref::quantize_tq1_0>, dequant<block_tq1_0, ref::dequantize_tq1_0>, {52, -1}, 0},
+    {GgmlType::TQ2_0, quant_noqw<block_tq2_0, ref::quantize_tq2_0>, dequant<block_tq2_0, ref::dequantize_tq2_0>, {64, -1}, 0},
     // Dequantization only (quantize is nullptr): see block_iq2_xxs.
     {GgmlType::IQ2_XXS, nullptr, dequant<block_iq2_xxs, ref::dequantize_iq2_xxs>, {0, -1}, 0},
     {GgmlType::IQ2_XS, nullptr, dequant<block_iq2_xs, ref::dequantize_iq2_xs>, {0, -1}, 0},
@@ -152,6 +158,7 @@ constexpr Codec kCodecs[] = {
 static_assert(offsetof(block_q2_K, d) == 80 && offsetof(block_q2_K, dmin) == 82);
 static_assert(offsetof(block_q3_K, d) == 108 && offsetof(block_q6_K, d) == 208);
 static_assert(offsetof(block_q4_1, m) == 2 && offsetof(block_q8_1, s) == 2);
+static_assert(offsetof(block_tq1_0, d) == 52 && offsetof(block_tq2_0, d) == 64);
 
 const Codec* find_codec(GgmlType t) {
   for (const Codec& c : kCodecs)

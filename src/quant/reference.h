@@ -24,6 +24,12 @@ void quantize_q6_K(const float* x, block_q6_K* y, int64_t k, const float* qw);
 void quantize_q8_K(const float* x, block_q8_K* y, int64_t k);
 void quantize_iq4_nl(const float* x, block_iq4_nl* y, int64_t k, const float* qw);
 void quantize_iq4_xs(const float* x, block_iq4_xs* y, int64_t k, const float* qw);
+void quantize_q1_0(const float* x, block_q1_0* y, int64_t k);
+void quantize_q2_0(const float* x, block_q2_0* y, int64_t k);
+void quantize_mxfp4(const float* x, block_mxfp4* y, int64_t k);
+void quantize_nvfp4(const float* x, block_nvfp4* y, int64_t k);
+void quantize_tq1_0(const float* x, block_tq1_0* y, int64_t k);
+void quantize_tq2_0(const float* x, block_tq2_0* y, int64_t k);
 
 void dequantize_q4_0(const block_q4_0* x, float* y, int64_t k);
 void dequantize_q4_1(const block_q4_1* x, float* y, int64_t k);
@@ -46,5 +52,11 @@ void dequantize_iq3_xxs(const block_iq3_xxs* x, float* y, int64_t k);
 void dequantize_iq3_s(const block_iq3_s* x, float* y, int64_t k);
 void dequantize_iq1_s(const block_iq1_s* x, float* y, int64_t k);
 void dequantize_iq1_m(const block_iq1_m* x, float* y, int64_t k);
+void dequantize_q1_0(const block_q1_0* x, float* y, int64_t k);
+void dequantize_q2_0(const block_q2_0* x, float* y, int64_t k);
+void dequantize_mxfp4(const block_mxfp4* x, float* y, int64_t k);
+void dequantize_nvfp4(const block_nvfp4* x, float* y, int64_t k);
+void dequantize_tq1_0(const block_tq1_0* x, float* y, int64_t k);
+void dequantize_tq2_0(const block_tq2_0* x, float* y, int64_t k);
 
 }  // namespace minfer::quant::ref

@@ -43,9 +43,12 @@ constexpr Entry kTable[] = {
     {28, {"F64", 1, 8, false, false, false}},
     {29, {"IQ1_M", 256, 56, true, true, false}},
     {30, {"BF16", 1, 2, false, true, true}},
-    {34, {"TQ1_0", 256, 54, true, false, false}},
-    {35, {"TQ2_0", 256, 66, true, false, false}},
-    {39, {"MXFP4", 32, 17, true, false, false}},
+    {34, {"TQ1_0", 256, 54, true, true, true}},
+    {35, {"TQ2_0", 256, 66, true, true, true}},
+    {39, {"MXFP4", 32, 17, true, true, true}},
+    {40, {"NVFP4", 64, 36, true, true, true}},
+    {41, {"Q1_0", 128, 18, true, true, true}},
+    {42, {"Q2_0", 64, 18, true, true, true}},
 };
 
 }  // namespace

@@ -167,6 +167,12 @@ static uint32_t file_type_of(GgmlType t) {
     case GgmlType::IQ4_NL: return 25;
     case GgmlType::IQ4_XS: return 30;
     case GgmlType::BF16: return 32;
+    case GgmlType::TQ1_0: return 36;
+    case GgmlType::TQ2_0: return 37;
+    case GgmlType::MXFP4: return 38;  // MOSTLY_MXFP4_MOE, the one ftype of MXFP4 matrices
+    case GgmlType::NVFP4: return 39;
+    case GgmlType::Q1_0: return 40;
+    case GgmlType::Q2_0: return 41;
     default: fail("gen-model: type {} is not a model file type", type_name(t));
   }
 }

@@ -80,8 +80,8 @@ TEST(QuantKnown, TableFlagsMatchImplementation) {
 TEST(QuantKnown, UnsupportedTypeThrows) {
   float y[256];
   uint8_t buf[256] = {};
-  EXPECT_THROW(dequantize_row(GgmlType::TQ1_0, buf, y, 256), Error);
-  EXPECT_THROW(quantize_row(GgmlType::TQ1_0, y, buf, 256), Error);
+  EXPECT_THROW(dequantize_row(GgmlType::I16, buf, y, 128), Error);  // an integer tensor type
+  EXPECT_THROW(quantize_row(GgmlType::I16, y, buf, 128), Error);
   // The lattice i-quants dequantize but do not quantize.
   EXPECT_NO_THROW(dequantize_row(GgmlType::IQ2_XXS, buf, y, 256));
   EXPECT_THROW(quantize_row(GgmlType::IQ2_XXS, y, buf, 256), Error);
@@ -361,6 +361,97 @@ TEST(QuantKnown, IQ4_XSMatchesGgmlBytes) {
             "53fda842ec8621db641eb953eda732dc88779888778888798887988870988879ec9631db742eb953fda742ec8621ca64"
             "ff139cf036ce0158ef027bff24adf0379be146ac1268ce247adf359be247bd13db520fb830fe9510ec630fda41ffb720"
             "8888888888888888888888888888888888888888888888888888888888888888");
+}
+
+// The formats llama.cpp added in 2025-26 (Q1_0, Q2_0, MXFP4, NVFP4) and the ternary ones: the
+// bytes llama.cpp v0.4.0's libggml-base wrote (ggml_quantize_chunk, no importance matrix) for
+// 1024 values with a zero block, an outlier, a block 1024x smaller and a stretch of few levels,
+// and the floats its to_float returned for those bytes (FNV-1a of each).
+TEST(QuantKnown, NewFormatsMatchGgmlBytesAndValues) {
+  struct Want {
+    GgmlType t;
+    size_t bytes;
+    uint64_t fnv_q, fnv_y;
+  };
+  const Want wants[] = {
+      {GgmlType::Q1_0, 144, 0x331ac16b850a9169ull, 0x960c2cb6ecd43aa5ull},
+      {GgmlType::Q2_0, 288, 0xd44d149e89d8ec15ull, 0x7386947aeb9cf040ull},
+      {GgmlType::MXFP4, 544, 0xc34d2e4289799e04ull, 0x16b42ace7d70cb55ull},
+      {GgmlType::NVFP4, 576, 0x9238e9c6f4a5554dull, 0x98542f99240ef63full},
+      {GgmlType::TQ1_0, 216, 0xef3868e53e9033b0ull, 0xa3490e5c0b918d38ull},
+      {GgmlType::TQ2_0, 264, 0x0282bbaec9357edfull, 0xa3490e5c0b918d38ull},
+  };
+  std::vector<float> x(1024);
+  for (int i = 0; i < 1024; ++i) {
+    float v = float((i * 37) % 101 - 50) / 16.0f;
+    if (i >= 64 && i < 96) v = 0.0f;
+    if (i == 300) v = 40.0f;
+    if (i >= 448 && i < 512) v /= 1024.0f;
+    if (i >= 768) v = float((i * 13) % 7 - 3) * 0.37f;
+    x[size_t(i)] = v;
+  }
+  auto fnv = [](const void* p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 0x100000001b3ull;
+    return h;
+  };
+  for (const Want& w : wants) {
+    ASSERT_EQ(row_size(w.t, 1024), w.bytes) << type_name(w.t);
+    std::vector<uint8_t> q(w.bytes);
+    quantize_row(w.t, x.data(), q.data(), 1024);
+    EXPECT_EQ(fnv(q.data(), q.size()), w.fnv_q) << type_name(w.t);
+    const auto y = deq(w.t, q.data(), 1024);
+    EXPECT_EQ(fnv(y.data(), y.size() * sizeof(float)), w.fnv_y) << type_name(w.t);
+  }
+}
+
+// Hand-checkable values of each new format's layout.
+TEST(QuantKnown, DequantNewFormatsByHand) {
+  auto q1 = zeroed<block_q1_0>();
+  q1.d = kTwo;
+  q1.qs[1] = 0x81;  // elements 8 and 15 positive, all others negative
+  auto y1 = deq(GgmlType::Q1_0, &q1, 128);
+  for (int j = 0; j < 128; ++j) EXPECT_EQ(y1[size_t(j)], j == 8 || j == 15 ? 2.0f : -2.0f) << j;
+
+  auto q2 = zeroed<block_q2_0>();
+  q2.d = kTwo;
+  q2.qs[0] = 0b11100100;  // elements 0..3: q = 0, 1, 2, 3 -> -1, 0, 1, 2
+  auto y2 = deq(GgmlType::Q2_0, &q2, 64);
+  EXPECT_EQ((std::vector<float>(y2.begin(), y2.begin() + 5)), (std::vector<float>{-2, 0, 2, 4, -2}));
+
+  auto mx = zeroed<block_mxfp4>();
+  mx.e = 128;           // 2^(128 - 128) = 1: the doubled E2M1 values as they are
+  mx.qs[0] = 0x97;      // element 0: code 7 (12), element 16: code 9 (-1)
+  auto ym = deq(GgmlType::MXFP4, &mx, 32);
+  EXPECT_EQ(ym[0], 12.0f);
+  EXPECT_EQ(ym[16], -1.0f);
+  EXPECT_EQ(ym[1], 0.0f);
+
+  auto nv = zeroed<block_nvfp4>();
+  nv.d[1] = (7 << 3) | 4;  // UE4M3 1.5 x 2^0, halved: 0.75
+  nv.qs[8] = 0x5F;         // sub-block 1: element 16 code 15 (-12), element 24 code 5 (6)
+  auto yn = deq(GgmlType::NVFP4, &nv, 64);
+  EXPECT_EQ(yn[16], -9.0f);
+  EXPECT_EQ(yn[24], 4.5f);
+  EXPECT_EQ(yn[0], 0.0f);  // scale code 0 is zero
+
+  auto t2 = zeroed<block_tq2_0>();
+  t2.d = kTwo;
+  t2.qs[0] = 0b00100100;  // elements 0, 32, 64, 96: t = 0, 1, 2, 0 -> -1, 0, 1, -1
+  auto yt = deq(GgmlType::TQ2_0, &t2, 256);
+  EXPECT_EQ(yt[0], -2.0f);
+  EXPECT_EQ(yt[32], 0.0f);
+  EXPECT_EQ(yt[64], 2.0f);
+  EXPECT_EQ(yt[96], -2.0f);
+
+  // TQ1_0: a byte is ceil(v * 256 / 243) of the base-3 number v of its 5 trits (first the most
+  // significant); trits 2, 0, 1, 1, 0 (v = 162 + 9 + 3 = 174) -> 184.
+  auto t1 = zeroed<block_tq1_0>();
+  t1.d = kTwo;
+  t1.qs[0] = 184;
+  auto y1t = deq(GgmlType::TQ1_0, &t1, 256);
+  EXPECT_EQ((std::vector<float>{y1t[0], y1t[32], y1t[64], y1t[96], y1t[128]}),
+            (std::vector<float>{2, -2, 0, 0, -2}));
 }
 
 TEST(QuantKnown, DequantHalfTypes) {
