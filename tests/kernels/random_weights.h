@@ -81,6 +81,18 @@ inline std::vector<uint8_t> random_weights(GgmlType t, int64_t rows, int64_t col
         std::memcpy(b.scales, sc, 8);
       });
       break;
+    case GgmlType::Q1_0: each((block_q1_0*)p, [&](auto& b) { b.d = d(); }); break;
+    case GgmlType::Q2_0: each((block_q2_0*)p, [&](auto& b) { b.d = d(); }); break;
+    case GgmlType::TQ1_0: each((block_tq1_0*)p, [&](auto& b) { b.d = d(); }); break;
+    case GgmlType::TQ2_0: each((block_tq2_0*)p, [&](auto& b) { b.d = d(); }); break;
+    case GgmlType::MXFP4:  // 2^(e - 128) from 1/512 to 1/32
+      each((block_mxfp4*)p, [&](auto& b) { b.e = uint8_t(119 + rng() % 5); });
+      break;
+    case GgmlType::NVFP4:  // UE4M3 exponents 1..6: scales of 2^-7 to 2^-1
+      each((block_nvfp4*)p, [&](auto& b) {
+        for (auto& sd : b.d) sd = uint8_t(((1 + rng() % 6) << 3) | (rng() & 7));
+      });
+      break;
     default: break;
   }
   return buf;
@@ -93,7 +105,8 @@ inline const std::vector<GgmlType>& matmul_types() {
       GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
       GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS,
       GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
-      GgmlType::IQ1_S, GgmlType::IQ1_M};
+      GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::Q1_0, GgmlType::Q2_0, GgmlType::MXFP4,
+      GgmlType::NVFP4, GgmlType::TQ1_0, GgmlType::TQ2_0};
   return v;
 }
 

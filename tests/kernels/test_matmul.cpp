@@ -44,7 +44,9 @@ GgmlType expected_vec_dot_type(GgmlType w) {
     case GgmlType::IQ3_XXS:
     case GgmlType::IQ3_S:
     case GgmlType::IQ1_S:
-    case GgmlType::IQ1_M: return GgmlType::Q8_K;
+    case GgmlType::IQ1_M:
+    case GgmlType::TQ1_0:
+    case GgmlType::TQ2_0: return GgmlType::Q8_K;
     default: return GgmlType::Q8_0;
   }
 }
@@ -162,11 +164,12 @@ class MatmulTest : public testing::TestWithParam<GgmlType> {
 
 TEST_P(MatmulTest, MatchesDequantizedReferenceOnEveryIsaPath) {
   const GgmlType t = GetParam();
-  const bool k = type_traits(t).block_size == 256;
+  const int64_t bs = type_traits(t).block_size;
   std::vector<Case> cases =
-      k ? std::vector<Case>{{1, 256, 1}, {7, 256, 3}, {33, 512, 17}, {67, 1024, 1}, {5, 256, 70}}
-        : std::vector<Case>{{1, 32, 1},   {7, 96, 3},   {33, 256, 17},
-                            {67, 896, 1}, {13, 2048, 2}, {5, 64, 70}};
+      bs == 256  ? std::vector<Case>{{1, 256, 1}, {7, 256, 3}, {33, 512, 17}, {67, 1024, 1}, {5, 256, 70}}
+      : bs > 32  ? std::vector<Case>{{1, 128, 1}, {7, 384, 3}, {33, 256, 17}, {67, 896, 1}, {13, 2048, 2}, {5, 128, 70}}
+                 : std::vector<Case>{{1, 32, 1},   {7, 96, 3},   {33, 256, 17},
+                                     {67, 896, 1}, {13, 2048, 2}, {5, 64, 70}};
   if (type_traits(t).block_size == 1) {  // rows ending in a partial vector, prompts and decode
     cases.push_back({19, 45, 13});
     cases.push_back({19, 45, 3});
@@ -214,7 +217,7 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest, testing::ValuesIn(matmul_types())
 
 TEST(Matmul, RejectsTypesWithoutKernel) {
   std::vector<uint8_t> buf(256);
-  WeightView w{GgmlType::TQ1_0, buf.data(), 1, 256, 54};
+  WeightView w{GgmlType::I8, buf.data(), 1, 256, 256};
   std::vector<float> x(256), y(1);
   EXPECT_THROW(matmul(w, x.data(), 1, y.data(), nullptr), Error);
 }
@@ -347,7 +350,7 @@ TEST(MatmulIsa, OneTokenPathEqualsBatchedTilesExactly) {
     for (int64_t rows : {1, 2, 3, 15, 16, 17, 25, 40}) {
       std::mt19937 rng(uint32_t(31 + rows));
       const int64_t bs = type_traits(t).block_size;
-      const int64_t cols = bs == 256 ? 512 : bs == 1 ? 200 : 96;  // (floats: whole vectors and a part)
+      const int64_t cols = bs == 256 ? 512 : bs == 1 ? 200 : bs > 32 ? 3 * bs : 96;  // (floats: whole vectors and a part)
       const auto wbuf = random_weights(t, rows, cols, rng);
       const auto x1 = test::random_floats(size_t(cols), rng);
       std::vector<float> x2(x1);

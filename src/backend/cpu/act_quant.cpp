@@ -40,7 +40,11 @@ GgmlType vec_dot_type(GgmlType w) {
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
     case GgmlType::Q8_0:
-    case GgmlType::IQ4_NL: return GgmlType::Q8_0;
+    case GgmlType::IQ4_NL:
+    case GgmlType::Q1_0:
+    case GgmlType::Q2_0:
+    case GgmlType::MXFP4:
+    case GgmlType::NVFP4: return GgmlType::Q8_0;
     case GgmlType::Q4_1:
     case GgmlType::Q5_1: return GgmlType::Q8_1;
     case GgmlType::Q2_K:
@@ -55,7 +59,9 @@ GgmlType vec_dot_type(GgmlType w) {
     case GgmlType::IQ3_XXS:
     case GgmlType::IQ3_S:
     case GgmlType::IQ1_S:
-    case GgmlType::IQ1_M: return GgmlType::Q8_K;
+    case GgmlType::IQ1_M:
+    case GgmlType::TQ1_0:
+    case GgmlType::TQ2_0: return GgmlType::Q8_K;
     default: fail("cpu: no matmul kernel for weight type {}", type_name(w));
   }
 }

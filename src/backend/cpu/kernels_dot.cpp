@@ -124,6 +124,106 @@ float dot_iq4_nl(int64_t n, const block_iq4_nl* w, const block_q8_0* x) {
   return s;
 }
 
+// Q1_0 (blocks of 128 = 4 activation blocks): each activation block's integer sum of +-q
+// scaled by its d, summed in float, then times the weight's d (ggml's generic order).
+float dot_q1_0(int64_t n, const block_q1_0* w, const block_q8_0* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK1_0; ++b) {
+    float sumi = 0.0f;
+    for (int k = 0; k < 4; ++k) {
+      const block_q8_0& y = x[4 * b + k];
+      int isum = 0;
+      for (int j = 0; j < 32; ++j) isum += (w[b].qs[4 * k + j / 8] >> (j % 8)) & 1 ? y.qs[j] : -y.qs[j];
+      sumi += h2f(y.d) * float(isum);
+    }
+    s += h2f(w[b].d) * sumi;
+  }
+  return s;
+}
+
+// Q2_0 (blocks of 64 = 2 activation blocks), q - 1 in -1..2; the same order as Q1_0's.
+float dot_q2_0(int64_t n, const block_q2_0* w, const block_q8_0* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK2_0; ++b) {
+    float sumi = 0.0f;
+    for (int k = 0; k < 2; ++k) {
+      const block_q8_0& y = x[2 * b + k];
+      int isum = 0;
+      for (int j = 0; j < 32; ++j) isum += (((w[b].qs[8 * k + j / 4] >> (2 * (j % 4))) & 3) - 1) * y.qs[j];
+      sumi += h2f(y.d) * float(isum);
+    }
+    s += h2f(w[b].d) * sumi;
+  }
+  return s;
+}
+
+float dot_mxfp4(int64_t n, const block_mxfp4* w, const block_q8_0* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_MXFP4; ++b) {
+    const float d = h2f(x[b].d) * e8m0_to_fp32_half(w[b].e);
+    int lo = 0, hi = 0;
+    for (int j = 0; j < 16; ++j) {
+      lo += x[b].qs[j] * kvalues_fp4[w[b].qs[j] & 0x0F];
+      hi += x[b].qs[j + 16] * kvalues_fp4[w[b].qs[j] >> 4];
+    }
+    s += d * float(lo + hi);
+  }
+  return s;
+}
+
+// NVFP4 (blocks of 64 = 2 activation blocks, 4 sub-blocks of 16 with their own scales).
+float dot_nvfp4(int64_t n, const block_nvfp4* w, const block_q8_0* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_NVFP4; ++b)
+    for (int sb = 0; sb < 4; ++sb) {
+      const float d = ue4m3_to_fp32(w[b].d[sb]);
+      const block_q8_0& y = x[2 * b + sb / 2];
+      const int off = (sb % 2) * QK_NVFP4_SUB;
+      int lo = 0, hi = 0;
+      for (int j = 0; j < 8; ++j) {
+        const uint8_t q = w[b].qs[8 * sb + j];
+        lo += y.qs[off + j] * kvalues_fp4[q & 0x0F];
+        hi += y.qs[off + j + 8] * kvalues_fp4[q >> 4];
+      }
+      s += h2f(y.d) * d * float(lo + hi);
+    }
+  return s;
+}
+
+// The ternary types: one integer sum per super-block, then (d_w * d_x) in float.
+float dot_tq1_0(int64_t n, const block_tq1_0* w, const block_q8_K* x) {
+  float s = 0.0f;
+  constexpr int kQs = int(sizeof(block_tq1_0::qs)), kQh = int(sizeof(block_tq1_0::qh));
+  static constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+  auto trit = [](uint8_t q, int k) { return int((uint16_t(uint8_t(q * kPow3[k])) * 3) >> 8) - 1; };
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    const int8_t* q8 = x[b].qs;
+    int sum = 0;
+    for (int j = 0; j < kQs - kQs % 32; j += 32)
+      for (int l = 0; l < 5; ++l)
+        for (int m = 0; m < 32; ++m) sum += trit(w[b].qs[j + m], l) * q8[j * 5 + l * 32 + m];
+    for (int j = kQs - kQs % 32; j < kQs; j += 16)
+      for (int l = 0; l < 5; ++l)
+        for (int m = 0; m < 16; ++m) sum += trit(w[b].qs[j + m], l) * q8[j * 5 + l * 16 + m];
+    for (int l = 0; l < 4; ++l)
+      for (int j = 0; j < kQh; ++j) sum += trit(w[b].qh[j], l) * q8[kQs * 5 + l * kQh + j];
+    s += float(sum) * (h2f(w[b].d) * x[b].d);
+  }
+  return s;
+}
+
+float dot_tq2_0(int64_t n, const block_tq2_0* w, const block_q8_K* x) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / QK_K; ++b) {
+    int sum = 0;
+    for (int j = 0; j < int(sizeof(block_tq2_0::qs)); j += 32)
+      for (int l = 0; l < 4; ++l)
+        for (int m = 0; m < 32; ++m) sum += x[b].qs[j * 4 + l * 32 + m] * (((w[b].qs[j + m] >> (2 * l)) & 3) - 1);
+    s += float(sum) * (x[b].d * h2f(w[b].d));
+  }
+  return s;
+}
+
 float dot_q2_K(int64_t n, const block_q2_K* w, const block_q8_K* x) {
   float s = 0.0f;
   for (int64_t b = 0; b < n / QK_K; ++b) {
@@ -410,6 +510,12 @@ float vec_dot_scalar(GgmlType t, int64_t n, const void* w, const void* x) {
     case GgmlType::Q5_1: return dot_q5_1(n, (const block_q5_1*)w, (const block_q8_1*)x);
     case GgmlType::Q8_0: return dot_q8_0(n, (const block_q8_0*)w, (const block_q8_0*)x);
     case GgmlType::IQ4_NL: return dot_iq4_nl(n, (const block_iq4_nl*)w, (const block_q8_0*)x);
+    case GgmlType::Q1_0: return dot_q1_0(n, (const block_q1_0*)w, (const block_q8_0*)x);
+    case GgmlType::Q2_0: return dot_q2_0(n, (const block_q2_0*)w, (const block_q8_0*)x);
+    case GgmlType::MXFP4: return dot_mxfp4(n, (const block_mxfp4*)w, (const block_q8_0*)x);
+    case GgmlType::NVFP4: return dot_nvfp4(n, (const block_nvfp4*)w, (const block_q8_0*)x);
+    case GgmlType::TQ1_0: return dot_tq1_0(n, (const block_tq1_0*)w, (const block_q8_K*)x);
+    case GgmlType::TQ2_0: return dot_tq2_0(n, (const block_tq2_0*)w, (const block_q8_K*)x);
     case GgmlType::Q2_K: return dot_q2_K(n, (const block_q2_K*)w, (const block_q8_K*)x);
     case GgmlType::Q3_K: return dot_q3_K(n, (const block_q3_K*)w, (const block_q8_K*)x);
     case GgmlType::Q4_K: return dot_q45_K<false>(n, (const block_q4_K*)w, (const block_q8_K*)x);

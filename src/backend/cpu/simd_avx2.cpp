@@ -44,6 +44,9 @@ DotTileFn dot_tile_avx2(GgmlType t) {
     case GgmlType::Q4_0: return q8_tiles<DecQ4_0, 4, 2>;
     case GgmlType::Q5_0: return q8_tiles<DecQ5_0, 4, 2>;
     case GgmlType::IQ4_NL: return q8_tiles<DecIQ4NL, 4, 2>;
+    case GgmlType::Q1_0: return q8_tiles<DecQ1_0, 4, 2>;
+    case GgmlType::Q2_0: return q8_tiles<DecQ2_0, 4, 2>;
+    case GgmlType::MXFP4: return q8_tiles<DecMXFP4, 4, 2>;
     case GgmlType::Q4_1: return q81_tiles<DecQ4_1, 4, 2>;
     case GgmlType::Q5_1: return q81_tiles<DecQ5_1, 4, 2>;
     case GgmlType::Q2_K: return q2k_tiles;

@@ -102,6 +102,77 @@ struct DecQ5_0 {
   static __m256i u(const uint8_t* b) { return _mm256_or_si256(nibbles(b + 6), q5_high(b + 2)); }
 };
 
+// Formats whose blocks of 32 weights share a scale with their neighbours, or hold it in
+// another form (`kGrouped`): a row's block b is read through at(row, b) (its storage block, for
+// the prefetch), scale(row, b) and u/q(row, b). The products and sums are then q8_tile's.
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+// Q1_0: 128 weights +-d per F16 scale; block b's 32 sign bits are bytes 4 (b % 4) of its group's
+// bits. u = 2 bit (0 or 2), so that w = u - 1.
+struct DecQ1_0 {
+  static constexpr bool kGrouped = true;
+  static constexpr int kOffset = 1;
+  static constexpr bool kSmall = true;
+  static const uint8_t* at(const uint8_t* row, int64_t b) { return row + size_t(b / 4) * 18; }
+  static float scale(const uint8_t* row, int64_t b) { return f16(at(row, b)); }
+  static __m256i u(const uint8_t* row, int64_t b) {
+    const __m256i rep = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(int(load_u32(at(row, b) + 2 + 4 * (b % 4)))),
+        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3,
+                         3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(rep, bit), bit), _mm256_set1_epi8(2));
+  }
+  static __m256i q(const uint8_t* row, int64_t b) { return _mm256_sub_epi8(u(row, b), _mm256_set1_epi8(1)); }
+};
+// Q2_0: 64 weights per F16 scale, 2-bit q (element j at bits 2 (j % 4) of byte j / 4), w = q - 1.
+// Each 32-bit lane takes one source byte four times; 16-bit shifts by 0, 2, 4, 6 bring the
+// right pair of bits to the bottom of each of its bytes (the bits shifted in from the next byte
+// land above bit 1 and are masked off).
+struct DecQ2_0 {
+  static constexpr bool kGrouped = true;
+  static constexpr int kOffset = 1;
+  static constexpr bool kSmall = true;
+  static const uint8_t* at(const uint8_t* row, int64_t b) { return row + size_t(b / 2) * 18; }
+  static float scale(const uint8_t* row, int64_t b) { return f16(at(row, b)); }
+  static __m256i u(const uint8_t* row, int64_t b) {
+    uint64_t bits;
+    __builtin_memcpy(&bits, at(row, b) + 2 + 8 * (b % 2), 8);
+    const __m256i v = _mm256_shuffle_epi8(
+        _mm256_set1_epi64x((long long)bits),
+        _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7,
+                         7, 7, 7));
+    const __m256i m = _mm256_set1_epi32(0x03);
+    __m256i r = _mm256_and_si256(v, m);
+    r = _mm256_or_si256(r, _mm256_and_si256(_mm256_srli_epi16(v, 2), _mm256_slli_epi32(m, 8)));
+    r = _mm256_or_si256(r, _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_slli_epi32(m, 16)));
+    return _mm256_or_si256(r, _mm256_and_si256(_mm256_srli_epi16(v, 6), _mm256_slli_epi32(m, 24)));
+  }
+  static __m256i q(const uint8_t* row, int64_t b) { return _mm256_sub_epi8(u(row, b), _mm256_set1_epi8(1)); }
+};
+// MXFP4: 32 E2M1 codes (IQ4_NL's nibble layout) looked up as doubled integers (+-12 at most),
+// the E8M0 scale halved.
+struct DecMXFP4 {
+  static constexpr bool kGrouped = true;
+  static constexpr int kOffset = 128;
+  static constexpr bool kSmall = false;
+  static const uint8_t* at(const uint8_t* row, int64_t b) { return row + size_t(b) * 17; }
+  static float scale(const uint8_t* row, int64_t b) { return quant::e8m0_to_fp32_half(*at(row, b)); }
+  static __m256i q(const uint8_t* row, int64_t b) {
+    const __m256i table = _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12, 0, 1, 2,
+                                           3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+    return _mm256_shuffle_epi8(table, nibbles(at(row, b) + 1));
+  }
+  static __m256i u(const uint8_t* row, int64_t b) {
+    return _mm256_xor_si256(q(row, b), _mm256_set1_epi8(char(0x80)));
+  }
+};
+template <class Dec>
+constexpr bool kGroupedDec = requires { Dec::kGrouped; };
+
 // Two forms of the int8 block dot product. Sign form: |w| (u8) times x carrying w's sign (s8),
 // the only one maddubs allows for full-range weights. Offset form (VNNI, or small weights):
 // (w + k) (u8) times x, minus k * sum(x), the correction computed once per token and block and
@@ -129,18 +200,33 @@ inline void q8_tile(const Tile& a, int64_t r0, int64_t t0) {
                                    I8Ops::dot(_mm256_set1_epi8(char(Dec::kOffset)), xq[t]));
     }
     for (int r = 0; r < R; ++r) {
-      const uint8_t* wb = wr[r] + b * Dec::kBytes;
+      const uint8_t* wb;
+      float dw;
+      if constexpr (kGroupedDec<Dec>) {
+        wb = Dec::at(wr[r], b);
+        dw = Dec::scale(wr[r], b);
+      } else {
+        wb = wr[r] + b * Dec::kBytes;
+        dw = f16(wb);
+      }
       // Decode streams R rows from memory once: fetch ahead of the hardware prefetcher.
       if constexpr (T == 1) _mm_prefetch((const char*)(wb + 512), _MM_HINT_T0);
-      const float dw = f16(wb);
+      auto dec_u = [&] {
+        if constexpr (kGroupedDec<Dec>) return Dec::u(wr[r], b);
+        else return Dec::u(wb);
+      };
+      auto dec_q = [&] {
+        if constexpr (kGroupedDec<Dec>) return Dec::q(wr[r], b);
+        else return Dec::q(wb);
+      };
       if constexpr (kOffsetForm) {
-        const __m256i u = Dec::u(wb);
+        const __m256i u = dec_u();
         for (int t = 0; t < T; ++t) {
           const __m256 p = _mm256_cvtepi32_ps(I8Ops::dot_acc(corr[t], u, xq[t]));
           acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), p, acc[r][t]);
         }
       } else {
-        const __m256i q = Dec::q(wb);
+        const __m256i q = dec_q();
         const __m256i aq = _mm256_sign_epi8(q, q);
         for (int t = 0; t < T; ++t) {
           const __m256i sx = _mm256_sign_epi8(xq[t], q);
@@ -420,11 +506,6 @@ inline int iq4xs_scale(const uint8_t* wb, int j) {
 // shift), so its one sum is dot_iq1_*'s 8 sumi + sumi1 and its final factor 1/8: its float steps
 // then round as the scalar path's. Bit-identical to scalar in every case.
 
-inline uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  __builtin_memcpy(&v, p, 4);
-  return v;
-}
 inline __m256i iq_grid64(const uint64_t* grid, int i0, int i1, int i2, int i3) {
   return _mm256_set_epi64x(int64_t(grid[i3]), int64_t(grid[i2]), int64_t(grid[i1]), int64_t(grid[i0]));
 }
