@@ -60,6 +60,10 @@ HParams hparams_from_gguf(const gguf::File& f, const TensorTable& t) {
   hp.arch = arch_from_name(arch);
   const std::string p = arch + ".";
 
+  // llama.cpp runs Mixtral-style files (arch llama, expert_count > 0, ffn_*_exps tensors) as
+  // mixture-of-experts models; minfer has dense feed-forward layers only.
+  if (std::optional<int64_t> experts = get_uniform_int(f, p + "expert_count"); experts && *experts > 0)
+    fail("{}: mixture-of-experts models ({}expert_count = {}) are not supported", f.path(), p, *experts);
   hp.n_ctx_train = require_positive(f, p + "context_length");
   hp.n_embd = require_positive(f, p + "embedding_length");
   hp.n_layer = require_positive(f, p + "block_count");

@@ -225,6 +225,18 @@ TEST(HParams, YarnRopeScaling) {
   EXPECT_NE(msg.find("rope scaling type 'longrope'"), std::string::npos) << msg;
 }
 
+// A Mixtral-style file (arch llama with experts) is refused by name, not by a missing tensor.
+TEST(HParams, MixtureOfExpertsIsRefused) {
+  MINFER_REQUIRE_SHARED();
+  const std::string msg = error_of([&] {
+    load_edited([](gguf::Writer& w) { w.set("llama.expert_count", gguf::Value::u32(8)); });
+  });
+  EXPECT_NE(msg.find("mixture-of-experts models (llama.expert_count = 8) are not supported"), std::string::npos)
+      << msg;
+  HParams dense = load_edited([](gguf::Writer& w) { w.set("llama.expert_count", gguf::Value::u32(0)); });
+  EXPECT_EQ(dense.n_layer, 5);
+}
+
 TEST(HParams, MissingKeyIsNamed) {
   MINFER_REQUIRE_SHARED();
   std::string msg = error_of([&] { load_edited([](gguf::Writer& w) { w.remove("llama.block_count"); }); });
