@@ -1993,6 +1993,7 @@ DotTileFn dot_tile_avx512(GgmlType t) {
     case GgmlType::Q1_0: return q8_tiles<DecQ1_0, 4, 4>;
     case GgmlType::Q2_0: return q8_tiles<DecQ2_0, 4, 4>;
     case GgmlType::MXFP4: return q8_tiles<DecMXFP4, 4, 4>;
+    case GgmlType::NVFP4: return q8_tiles<DecNVFP4, 4, 4>;
     case GgmlType::Q4_1: return q81_tiles<DecQ4_1, 4, 4>;
     case GgmlType::Q5_1: return q81_tiles<DecQ5_1, 4, 4>;
     case GgmlType::Q4_K: return kq_gemm<KQ4>;
