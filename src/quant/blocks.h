@@ -240,6 +240,17 @@ struct block_tq2_0 {
 };
 static_assert(sizeof(block_tq2_0) == 66);
 
+// Weight j of a block as the integer its scale multiplies (shared by the dequantizers and the
+// scalar dot products).
+inline int q1_0_value(const block_q1_0& b, int j) { return (b.qs[j / 8] >> (j % 8)) & 1 ? 1 : -1; }
+inline int q2_0_value(const block_q2_0& b, int j) { return ((b.qs[j / 4] >> (2 * (j % 4))) & 3) - 1; }
+// Trit n (0..4) of a TQ1_0 byte, 0..2: the byte is ceil(v * 256 / 243) for the base-3 number v
+// of its trits, so multiplying by 3^n (mod 256) brings trit n to the top and * 3 >> 8 reads it.
+inline int tq1_trit(uint8_t q, int n) {
+  constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+  return int((uint16_t(uint8_t(q * kPow3[n])) * 3) >> 8);
+}
+
 // E2M1 values doubled, shared by MXFP4 and NVFP4 (their scales carry the halving).
 inline constexpr int8_t kvalues_fp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 

@@ -24,7 +24,7 @@ void quantize_q1_0(const float* x, block_q1_0* y, int64_t k) {
 void dequantize_q1_0(const block_q1_0* x, float* y, int64_t k) {
   for (int64_t i = 0; i < k / QK1_0; ++i) {
     const float d = fp16_to_fp32(x[i].d), neg_d = -d;
-    for (int j = 0; j < QK1_0; ++j) *y++ = (x[i].qs[j / 8] >> (j % 8)) & 1 ? d : neg_d;
+    for (int j = 0; j < QK1_0; ++j) *y++ = q1_0_value(x[i], j) > 0 ? d : neg_d;
   }
 }
 
@@ -45,18 +45,11 @@ void quantize_q2_0(const float* x, block_q2_0* y, int64_t k) {
 void dequantize_q2_0(const block_q2_0* x, float* y, int64_t k) {
   for (int64_t i = 0; i < k / QK2_0; ++i) {
     const float d = fp16_to_fp32(x[i].d);
-    for (int j = 0; j < QK2_0; ++j) *y++ = float(((x[i].qs[j / 4] >> (2 * (j % 4))) & 3) - 1) * d;
+    for (int j = 0; j < QK2_0; ++j) *y++ = float(q2_0_value(x[i], j)) * d;
   }
 }
 
 namespace {
-
-// Trit n (0..4) of a TQ1_0 byte: the byte is ceil(v * 256 / 243) for the base-3 number v, so
-// multiplying by 3^n (mod 256) brings trit n to the top, and * 3 >> 8 reads it.
-inline int tq1_trit(uint8_t q, int n) {
-  static constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
-  return int((uint16_t(uint8_t(q * kPow3[n])) * 3) >> 8);
-}
 
 // Packs trits t[0..count) (0..2), first the most significant, as ggml's TQ1_0 does.
 inline uint8_t tq1_pack(const int* t, int count, bool shift_one_more) {

@@ -124,32 +124,17 @@ float dot_iq4_nl(int64_t n, const block_iq4_nl* w, const block_q8_0* x) {
   return s;
 }
 
-// Q1_0 (blocks of 128 = 4 activation blocks): each activation block's integer sum of +-q
-// scaled by its d, summed in float, then times the weight's d (ggml's generic order).
-float dot_q1_0(int64_t n, const block_q1_0* w, const block_q8_0* x) {
+// Q1_0 (blocks of 128 = 4 activation blocks) and Q2_0 (64 = 2): each activation block's
+// integer sum scaled by its d, summed in float, then times the weight's d (ggml's generic order).
+template <int QK, class B, int (*Value)(const B&, int)>
+float dot_grouped(int64_t n, const B* w, const block_q8_0* x) {
   float s = 0.0f;
-  for (int64_t b = 0; b < n / QK1_0; ++b) {
+  for (int64_t b = 0; b < n / QK; ++b) {
     float sumi = 0.0f;
-    for (int k = 0; k < 4; ++k) {
-      const block_q8_0& y = x[4 * b + k];
+    for (int k = 0; k < QK / 32; ++k) {
+      const block_q8_0& y = x[QK / 32 * b + k];
       int isum = 0;
-      for (int j = 0; j < 32; ++j) isum += (w[b].qs[4 * k + j / 8] >> (j % 8)) & 1 ? y.qs[j] : -y.qs[j];
-      sumi += h2f(y.d) * float(isum);
-    }
-    s += h2f(w[b].d) * sumi;
-  }
-  return s;
-}
-
-// Q2_0 (blocks of 64 = 2 activation blocks), q - 1 in -1..2; the same order as Q1_0's.
-float dot_q2_0(int64_t n, const block_q2_0* w, const block_q8_0* x) {
-  float s = 0.0f;
-  for (int64_t b = 0; b < n / QK2_0; ++b) {
-    float sumi = 0.0f;
-    for (int k = 0; k < 2; ++k) {
-      const block_q8_0& y = x[2 * b + k];
-      int isum = 0;
-      for (int j = 0; j < 32; ++j) isum += (((w[b].qs[8 * k + j / 4] >> (2 * (j % 4))) & 3) - 1) * y.qs[j];
+      for (int j = 0; j < 32; ++j) isum += Value(w[b], 32 * k + j) * y.qs[j];
       sumi += h2f(y.d) * float(isum);
     }
     s += h2f(w[b].d) * sumi;
@@ -194,8 +179,7 @@ float dot_nvfp4(int64_t n, const block_nvfp4* w, const block_q8_0* x) {
 float dot_tq1_0(int64_t n, const block_tq1_0* w, const block_q8_K* x) {
   float s = 0.0f;
   constexpr int kQs = int(sizeof(block_tq1_0::qs)), kQh = int(sizeof(block_tq1_0::qh));
-  static constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
-  auto trit = [](uint8_t q, int k) { return int((uint16_t(uint8_t(q * kPow3[k])) * 3) >> 8) - 1; };
+  auto trit = [](uint8_t q, int k) { return tq1_trit(q, k) - 1; };
   for (int64_t b = 0; b < n / QK_K; ++b) {
     const int8_t* q8 = x[b].qs;
     int sum = 0;
@@ -510,8 +494,8 @@ float vec_dot_scalar(GgmlType t, int64_t n, const void* w, const void* x) {
     case GgmlType::Q5_1: return dot_q5_1(n, (const block_q5_1*)w, (const block_q8_1*)x);
     case GgmlType::Q8_0: return dot_q8_0(n, (const block_q8_0*)w, (const block_q8_0*)x);
     case GgmlType::IQ4_NL: return dot_iq4_nl(n, (const block_iq4_nl*)w, (const block_q8_0*)x);
-    case GgmlType::Q1_0: return dot_q1_0(n, (const block_q1_0*)w, (const block_q8_0*)x);
-    case GgmlType::Q2_0: return dot_q2_0(n, (const block_q2_0*)w, (const block_q8_0*)x);
+    case GgmlType::Q1_0: return dot_grouped<QK1_0, block_q1_0, q1_0_value>(n, (const block_q1_0*)w, (const block_q8_0*)x);
+    case GgmlType::Q2_0: return dot_grouped<QK2_0, block_q2_0, q2_0_value>(n, (const block_q2_0*)w, (const block_q8_0*)x);
     case GgmlType::MXFP4: return dot_mxfp4(n, (const block_mxfp4*)w, (const block_q8_0*)x);
     case GgmlType::NVFP4: return dot_nvfp4(n, (const block_nvfp4*)w, (const block_q8_0*)x);
     case GgmlType::TQ1_0: return dot_tq1_0(n, (const block_tq1_0*)w, (const block_q8_K*)x);
