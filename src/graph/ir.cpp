@@ -73,7 +73,7 @@ struct PayloadOf {
 
 // " yarn=..." when the rope is not plain (empty otherwise, so that plain graphs dump as before).
 std::string yarn_text(const RopeYarn& y) {
-  if (y == RopeYarn{}) return {};
+  if (y.ext_factor == 0.0f && y.attn_factor == 1.0f) return {};
   return fmt::format(" yarn=ext:{},attn:{},beta:{}/{},orig_ctx:{}", y.ext_factor, y.attn_factor, y.beta_fast,
                      y.beta_slow, y.n_ctx_orig);
 }

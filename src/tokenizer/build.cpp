@@ -182,8 +182,9 @@ std::unique_ptr<Tokenizer::Impl> build_impl(detail::Spec spec) {
   // checks below find it), or -1.
   auto eog_id_of = [&](const char* text) {
     int32_t found = -1;
-    for (size_t i = 0; i < n; ++i)
-      if (eog[i] && v.tokens[i].text == text) found = int32_t(i);
+    v.for_each_id_of(text, [&](int32_t i) {
+      if (eog[size_t(i)] && i > found) found = i;
+    });
     return found;
   };
   {

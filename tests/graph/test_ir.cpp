@@ -114,6 +114,12 @@ TEST(Ir, Printers) {
   EXPECT_EQ(std::string(dtype_name(DType::I32)), "i32");
   EXPECT_EQ(meta_string(NodeMeta(KvMeta{2, 128, 64, 4096})),
             "layer=2 k_width=128 v_width=64 n_ctx=4096 n_head_kv=1");
+  // A plain rope (any original context) prints no YaRN part; a YaRN one does.
+  RopeMeta rope{4, 64, 64, 1e6f, 0.25f, "", {0.0f, 1.0f, 32.0f, 1.0f, 40960}};
+  EXPECT_EQ(meta_string(NodeMeta(rope)), "n_head=4 head_dim=64 n_rot=64 base=1000000 scale=0.25");
+  rope.yarn.ext_factor = 1.0f;
+  EXPECT_EQ(meta_string(NodeMeta(rope)),
+            "n_head=4 head_dim=64 n_rot=64 base=1000000 scale=0.25 yarn=ext:1,attn:1,beta:32/1,orig_ctx:40960");
 }
 
 TEST(Ir, OpClassification) {
