@@ -23,6 +23,8 @@ constexpr Ftype kFtypes[] = {
     {"IQ4_XS", 30, GgmlType::IQ4_XS},
     {"Q3_K", 12, GgmlType::Q3_K},   {"Q4_K", 15, GgmlType::Q4_K},
     {"Q5_K", 17, GgmlType::Q5_K},
+    {"TQ1_0", 36, GgmlType::TQ1_0}, {"TQ2_0", 37, GgmlType::TQ2_0},
+    {"Q1_0", 40, GgmlType::Q1_0},   {"Q2_0", 41, GgmlType::Q2_0},
 };
 
 enum Ft : uint32_t {
@@ -37,6 +39,9 @@ enum Ft : uint32_t {
   kQ5_K_M = 17,
   kIQ4_NL = 25,
   kIQ4_XS = 30,
+  kTQ1_0 = 36,
+  kTQ2_0 = 37,
+  kQ2_0 = 41,
 };
 
 bool iequal(std::string_view a, std::string_view b) {
@@ -151,10 +156,15 @@ GgmlType TypePlanner::choose(const std::string& name, const std::array<int64_t, 
   // Rows that do not divide into the chosen type's blocks (e.g. 896 = Qwen2.5-0.5B's width
   // with 256-blocks) take the nearest 32-block type.
   switch (t) {
-    case GgmlType::Q2_K:
-    case GgmlType::Q3_K:
     case GgmlType::IQ4_XS:
       t = GgmlType::IQ4_NL;
+      break;
+    case GgmlType::Q2_K:  // (IQ4_NL before llama.cpp v0.4.0)
+    case GgmlType::Q3_K:
+    case GgmlType::Q2_0:
+    case GgmlType::TQ1_0:
+    case GgmlType::TQ2_0:
+      t = GgmlType::Q4_0;
       break;
     case GgmlType::Q4_K:
       t = GgmlType::Q5_0;
@@ -199,7 +209,8 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
     if (falcon || ne[0] % type_traits(t).block_size != 0) return GgmlType::Q8_0;
     return t != GgmlType::Q8_0 ? GgmlType::Q6_K : t;
   }
-  if (name == "token_embd.weight" || name == "per_layer_token_embd.weight") return t;
+  if (name == "token_embd.weight" || name == "per_layer_token_embd.weight")
+    return ft == kTQ1_0 || ft == kTQ2_0 || ft == kQ2_0 ? GgmlType::Q4_K : t;
 
   if (contains(name, "attn_v.weight")) {
     if (ft == kQ2_K)

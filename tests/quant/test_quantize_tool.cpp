@@ -322,7 +322,7 @@ TEST_F(QuantizeTool, Width896FallsBack) {
 
   const auto r2 = tools::quantize_model(p("in.gguf"), p("q3.gguf"), "Q3_K_M", 2);
   const auto got = types_of(p("q3.gguf"));
-  EXPECT_EQ(got.at("token_embd.weight"), GgmlType::IQ4_NL);    // Q3_K -> IQ4_NL
+  EXPECT_EQ(got.at("token_embd.weight"), GgmlType::Q4_0);      // Q3_K -> Q4_0 (llama.cpp v0.4.0)
   EXPECT_EQ(got.at("blk.0.attn_v.weight"), GgmlType::Q5_1);    // Q5_K -> Q5_1
   EXPECT_EQ(got.at("blk.3.attn_v.weight"), GgmlType::Q5_0);    // Q4_K -> Q5_0
   EXPECT_EQ(got.at("blk.1.ffn_down.weight"), GgmlType::Q4_K);  // 512-wide rows fit
@@ -335,6 +335,29 @@ TEST_F(QuantizeTool, Width896FallsBack) {
   EXPECT_EQ(xs.at("blk.1.attn_q.weight"), GgmlType::IQ4_NL);
   EXPECT_EQ(xs.at("blk.1.ffn_down.weight"), GgmlType::IQ4_XS);  // 512-wide rows fit
   expect_close(p("xs.gguf"), v);
+}
+
+// The 1-2 bit and ternary file types (llama-quantize's Q1_0, Q2_0, TQ1_0, TQ2_0): every matrix
+// in the type, the output in Q6_K, the embedding in Q4_K but for Q1_0; rows that the type's
+// blocks do not divide fall back to Q4_0 (Q1_0 has no fallback). These tables and the files'
+// bytes were checked against llama.cpp v0.4.0's llama_model_quantize on a 2-layer qwen2.5-0.5b
+// shape (896 wide), as were the other types' (Q3_K_M ... IQ4_XS): equal types, equal data.
+TEST_F(QuantizeTool, LowBitAndTernaryMixes) {
+  write_llama(k8, p("in.gguf"));
+  for (const char* ft : {"Q1_0", "Q2_0", "TQ1_0", "TQ2_0"}) {
+    tools::quantize_model(p("in.gguf"), p("out.gguf"), ft, 2);
+    const GgmlType t = *type_from_name(ft);
+    expect_types(expected(k8, t == GgmlType::Q1_0 ? t : GgmlType::Q4_K, GgmlType::Q6_K,
+                          [t](int, const std::string&) { return t; }),
+                 p("out.gguf"));
+  }
+  const Spec s = {2, 896, 512, 256, 14, 2, false, GgmlType::F16};
+  write_llama(s, p("w896.gguf"));
+  tools::quantize_model(p("w896.gguf"), p("tq.gguf"), "TQ2_0", 2);
+  expect_types(expected(s, GgmlType::Q5_0, GgmlType::Q8_0,  // embedding: Q4_K -> Q5_0
+                        [](int, const std::string& n) { return n == "ffn_down" ? GgmlType::TQ2_0 : GgmlType::Q4_0; }),
+               p("tq.gguf"));
+  EXPECT_EQ(gguf::File::open(p("tq.gguf"))->get_uint("general.file_type"), 37u);
 }
 
 TEST_F(QuantizeTool, BadInputsAreErrors) {
