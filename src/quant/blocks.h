@@ -251,6 +251,25 @@ inline int tq1_trit(uint8_t q, int n) {
   return int((uint16_t(uint8_t(q * kPow3[n])) * 3) >> 8);
 }
 
+// Calls f(element, value) for the 256 ternary weights (-1, 0, 1) of a TQ1_0 block, in storage
+// order: 32 bytes x 5 trits (elements 160 g + 32 n + m), 16 bytes x 5, then qh's 4 trits a byte.
+template <class F>
+inline void tq1_0_for_each(const block_tq1_0& b, F f) {
+  constexpr int kQs = int(sizeof(b.qs)), kQh = int(sizeof(b.qh)), kWide = kQs - kQs % 32;
+  for (int j = 0; j < kWide; j += 32)
+    for (int n = 0; n < 5; ++n)
+      for (int m = 0; m < 32; ++m) f(j * 5 + n * 32 + m, tq1_trit(b.qs[j + m], n) - 1);
+  for (int j = kWide; j < kQs; j += 16)
+    for (int n = 0; n < 5; ++n)
+      for (int m = 0; m < 16; ++m) f(j * 5 + n * 16 + m, tq1_trit(b.qs[j + m], n) - 1);
+  for (int n = 0; n < 4; ++n)
+    for (int j = 0; j < kQh; ++j) f(kQs * 5 + n * kQh + j, tq1_trit(b.qh[j], n) - 1);
+}
+// TQ2_0's weight e (-1..2): bits 2 l of qs[32 j + m] for e = 128 j + 32 l + m.
+inline int tq2_0_value(const block_tq2_0& b, int e) {
+  return ((b.qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3) - 1;
+}
+
 // E2M1 values doubled, shared by MXFP4 and NVFP4 (their scales carry the halving).
 inline constexpr int8_t kvalues_fp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 

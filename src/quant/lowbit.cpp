@@ -90,17 +90,9 @@ void quantize_tq1_0(const float* x, block_tq1_0* y, int64_t k) {
 }
 
 void dequantize_tq1_0(const block_tq1_0* x, float* y, int64_t k) {
-  constexpr int kQs = int(sizeof(block_tq1_0::qs)), kQh = int(sizeof(block_tq1_0::qh));
-  for (int64_t i = 0; i < k / QK_K; ++i) {
+  for (int64_t i = 0; i < k / QK_K; ++i, y += QK_K) {
     const float d = fp16_to_fp32(x[i].d);
-    for (int j = 0; j < kQs - kQs % 32; j += 32)
-      for (int n = 0; n < 5; ++n)
-        for (int m = 0; m < 32; ++m) *y++ = float(tq1_trit(x[i].qs[j + m], n) - 1) * d;
-    for (int j = kQs - kQs % 32; j < kQs; j += 16)
-      for (int n = 0; n < 5; ++n)
-        for (int m = 0; m < 16; ++m) *y++ = float(tq1_trit(x[i].qs[j + m], n) - 1) * d;
-    for (int n = 0; n < 4; ++n)
-      for (int j = 0; j < kQh; ++j) *y++ = float(tq1_trit(x[i].qh[j], n) - 1) * d;
+    tq1_0_for_each(x[i], [&](int e, int t) { y[e] = float(t) * d; });
   }
 }
 
@@ -122,9 +114,7 @@ void quantize_tq2_0(const float* x, block_tq2_0* y, int64_t k) {
 void dequantize_tq2_0(const block_tq2_0* x, float* y, int64_t k) {
   for (int64_t i = 0; i < k / QK_K; ++i) {
     const float d = fp16_to_fp32(x[i].d);
-    for (int j = 0; j < int(sizeof(block_tq2_0::qs)); j += 32)
-      for (int l = 0; l < 4; ++l)
-        for (int m = 0; m < 32; ++m) *y++ = float(((x[i].qs[j + m] >> (2 * l)) & 3) - 1) * d;
+    for (int e = 0; e < QK_K; ++e) *y++ = float(tq2_0_value(x[i], e)) * d;
   }
 }
 

@@ -178,19 +178,9 @@ float dot_nvfp4(int64_t n, const block_nvfp4* w, const block_q8_0* x) {
 // The ternary types: one integer sum per super-block, then (d_w * d_x) in float.
 float dot_tq1_0(int64_t n, const block_tq1_0* w, const block_q8_K* x) {
   float s = 0.0f;
-  constexpr int kQs = int(sizeof(block_tq1_0::qs)), kQh = int(sizeof(block_tq1_0::qh));
-  auto trit = [](uint8_t q, int k) { return tq1_trit(q, k) - 1; };
   for (int64_t b = 0; b < n / QK_K; ++b) {
-    const int8_t* q8 = x[b].qs;
     int sum = 0;
-    for (int j = 0; j < kQs - kQs % 32; j += 32)
-      for (int l = 0; l < 5; ++l)
-        for (int m = 0; m < 32; ++m) sum += trit(w[b].qs[j + m], l) * q8[j * 5 + l * 32 + m];
-    for (int j = kQs - kQs % 32; j < kQs; j += 16)
-      for (int l = 0; l < 5; ++l)
-        for (int m = 0; m < 16; ++m) sum += trit(w[b].qs[j + m], l) * q8[j * 5 + l * 16 + m];
-    for (int l = 0; l < 4; ++l)
-      for (int j = 0; j < kQh; ++j) sum += trit(w[b].qh[j], l) * q8[kQs * 5 + l * kQh + j];
+    tq1_0_for_each(w[b], [&](int e, int t) { sum += t * x[b].qs[e]; });
     s += float(sum) * (h2f(w[b].d) * x[b].d);
   }
   return s;
@@ -200,9 +190,7 @@ float dot_tq2_0(int64_t n, const block_tq2_0* w, const block_q8_K* x) {
   float s = 0.0f;
   for (int64_t b = 0; b < n / QK_K; ++b) {
     int sum = 0;
-    for (int j = 0; j < int(sizeof(block_tq2_0::qs)); j += 32)
-      for (int l = 0; l < 4; ++l)
-        for (int m = 0; m < 32; ++m) sum += x[b].qs[j * 4 + l * 32 + m] * (((w[b].qs[j + m] >> (2 * l)) & 3) - 1);
+    for (int e = 0; e < QK_K; ++e) sum += x[b].qs[e] * tq2_0_value(w[b], e);
     s += float(sum) * (x[b].d * h2f(w[b].d));
   }
   return s;
