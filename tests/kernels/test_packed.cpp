@@ -125,6 +125,11 @@ void weight_quant(GgmlType t, const uint8_t* row, int64_t k, int* q, float* d, f
   *d = fp16_to_fp32(h);
   *m = 0.0f;
   const int j = int(k % 32);
+  if (t == GgmlType::MXFP4) {  // e, qs[16]: 2^(e - 128) x the doubled E2M1 value
+    *d = quant::e8m0_to_fp32_half(blk[0]);
+    *q = quant::kvalues_fp4[j < 16 ? (blk[1 + j] & 0x0F) : (blk[1 + j - 16] >> 4)];
+    return;
+  }
   if (packed_has_mins(t)) {  // Q4_1: d, m, qs[16]; Q5_1: d, m, qh[4], qs[16]
     std::memcpy(&h, blk + 2, 2);
     *m = fp16_to_fp32(h);
@@ -315,7 +320,7 @@ TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedTest,
                          testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL,
-                                         GgmlType::Q4_1, GgmlType::Q5_1,
+                                         GgmlType::MXFP4, GgmlType::Q4_1, GgmlType::Q5_1,
                                          GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
                                          GgmlType::IQ4_XS),
                          [](const auto& info) { return std::string(type_name(info.param)); });
@@ -332,7 +337,8 @@ TEST(Packed, ActivationTilesOnEveryIsaMatchTheRows) {
   std::vector<std::pair<int64_t, int64_t>> tokens_x_blocks;
   for (int64_t nt : {35, 1})
     for (int64_t nb : {1, 16, 17, 28, 40}) tokens_x_blocks.emplace_back(nt, nb);
-  for (GgmlType wt : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q4_1}) {
+  for (GgmlType wt : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::MXFP4,
+                      GgmlType::Q4_1}) {
     for (const auto& [nt, nb] : tokens_x_blocks) {
       const int64_t cols = 32 * nb;
       auto x = random_floats(size_t(nt * cols), rng, 4.0f);
@@ -544,10 +550,35 @@ TEST(Packed, SameXReusesTheQuantizedActivations) {
   }
 }
 
+// MXFP4's E8M0 scales 2^(e - 128) lie beyond F16's range; the packed layout holds them as BF16,
+// which must give every one of the 256 back exactly (the subnormal 2^-128 and 2^-127 included).
+TEST(Packed, MxFp4ScalesSurviveThePackedLayoutExactly) {
+  const int64_t rows = 16, cols = 32 * 16;  // 256 blocks: block b of row r has e = 16 r + b % 16
+  std::vector<uint8_t> w(size_t(rows) * row_size(GgmlType::MXFP4, cols));
+  const size_t rb = row_size(GgmlType::MXFP4, cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < cols / 32; ++b) w[size_t(r) * rb + 17 * size_t(b)] = uint8_t(16 * r + b);
+  const WeightView v{GgmlType::MXFP4, w.data(), rows, cols, rb};
+  AlignedBuffer p = aligned_buffer(packed_bytes(GgmlType::MXFP4, rows, cols));
+  pack_weight(v, p.get());
+  for (int64_t b = 0; b < cols / 32; ++b)
+    for (int r = 0; r < 16; ++r) {
+      uint16_t h;
+      std::memcpy(&h, p.get() + packed_scales_at(256, b) + 2 * r, 2);
+      const uint32_t bits = uint32_t(h) << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      const int e = 16 * r + int(b);
+      EXPECT_EQ(f, std::ldexp(1.0f, e - 128)) << "e " << e;
+    }
+}
+
 TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {
   EXPECT_TRUE(packable(GgmlType::Q8_0, 16, 32));
   EXPECT_TRUE(packable(GgmlType::Q4_0, 4864, 896));
   EXPECT_TRUE(packable(GgmlType::IQ4_NL, 32, 64));
+  EXPECT_TRUE(packable(GgmlType::MXFP4, 16, 2880));
+  EXPECT_FALSE(packable(GgmlType::NVFP4, 16, 64));
   EXPECT_TRUE(packable(GgmlType::Q8_0, 17, 32));  // one group packed, one row from the GGUF layout
   EXPECT_FALSE(packable(GgmlType::Q8_0, 15, 32));
   EXPECT_FALSE(packable(GgmlType::Q5_0, 16, 48));

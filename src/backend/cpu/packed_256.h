@@ -97,6 +97,33 @@ struct AIQ4 : PackedQuants<256> {
   }
 };
 
+// MXFP4: Q4_0's nibbles looked up in kvalues_fp4 + 12 (0..24: unsigned as they are, maddubs'
+// int16 pairs summed over 4 chunks stay below 2^15).
+struct AMX4 : PackedQuants<256> {
+  static constexpr GgmlType kType = GgmlType::MXFP4;
+  static constexpr size_t kBytes = 256;
+  static constexpr bool kSigned = false;
+  static constexpr int kGroup = 4;
+  static constexpr bool kDecode = true;  // the lookup and the nibbles, once per call
+  static void load(const uint8_t* q, int h, __m256i* w) {
+    alignas(16) uint8_t v[16];
+    for (int i = 0; i < 16; ++i) v[i] = uint8_t(quant::kvalues_fp4[i] + 12);
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(v)));
+    AQ4::load(q, h, w);
+    for (int c = 0; c < 8; ++c) w[c] = _mm256_shuffle_epi8(t, w[c]);
+  }
+};
+
+// Half h's 8 row scales of a block from its scale line sc (F16; BF16 where packed_bf16_scales).
+template <GgmlType T>
+inline __m256 row_scales(const uint8_t* sc, int h) {
+  const __m128i v = _mm_load_si128((const __m128i*)(sc + 16 * h));
+  if constexpr (packed_bf16_scales(T))
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+  else
+    return _mm256_cvtph_ps(v);
+}
+
 // 0x10 in byte lane b where bit b of the 32-bit mask at p is set (a half of a 64-bit fifth-bit
 // mask): broadcast, spread byte b / 8 to lane b, test bit b % 8.
 inline __m256i fifth_bits(const uint8_t* p) {
@@ -477,7 +504,7 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
   // Block b's sums and float steps (each path returns when done), then the _1 types' m x s.
   auto block = [&](int64_t b, const uint8_t* sc) {
     const uint8_t* q = P::quants(grp, pan, b);
-    const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 16 * h)));
+    const __m256 dw = row_scales<P::kType>(sc, h);
     const uint8_t* xb = x.tq + 32 * (a0 + kActTile * b);
     if constexpr (P::kSigned && T > 1) {
       // AVX2 Q8_0, IQ4_NL (sign form): chunk outer, tokens inner, so that one chunk and its magnitudes
@@ -646,7 +673,7 @@ inline void q8_wide_tile(const uint8_t* grp, const int16_t* pan, int64_t nb, int
     for (int p = 0; p < 16; ++p) q8_wide_pair<T>(s, pb + 32 * p, xb + 2 * p);
     const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b);
     for (int h = 0; h < 2; ++h) {
-      const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 16 * h)));
+      const __m256 dw = row_scales<P::kType>(sc, h);
       for (int t = 0; t < T; ++t) {
         const __m256 prod = _mm256_mul_ps(dw, _mm256_set1_ps(xd[kActTile * b + t]));
         _mm256_store_ps(acc[t] + 8 * h, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t][h]), prod, _mm256_load_ps(acc[t] + 8 * h)));
@@ -700,7 +727,7 @@ inline void avx2_gemv(const uint8_t* grp, int64_t nb, const PackedAct& x, float*
     const uint8_t* sc = grp + packed_scales_at(P::kGroupBytes, b, P::kHeadBytes);
     const uint8_t* xb = x.tq + 32 * b;
     for (int h = 0; h < 2; ++h) {
-      const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(sc + 16 * h)));
+      const __m256 dw = row_scales<P::kType>(sc, h);
       __m256i s;
 #if MINFER_PACKED_VNNI  // AVX2's maddubs would saturate on 16 x the nibbles
       if constexpr (P::kType == GgmlType::Q4_0 || P::kType == GgmlType::Q4_1) {
@@ -1537,6 +1564,7 @@ PackedGemmFn packed_gemm_256(GgmlType t) {
   if (t == GgmlType::Q4_0) return &gemm_256<AQ4>;
   if (t == GgmlType::Q5_0) return &gemm_256<AQ5>;
   if (t == GgmlType::IQ4_NL) return &gemm_256<AIQ4>;
+  if (t == GgmlType::MXFP4) return &gemm_256<AMX4>;
   if (t == GgmlType::Q4_1) return &gemm_256<AQ41>;
   if (t == GgmlType::Q5_1) return &gemm_256<AQ51>;
   if (t == GgmlType::Q4_K) return &ak_gemm<GgmlType::Q4_K>;

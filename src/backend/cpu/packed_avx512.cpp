@@ -1,7 +1,7 @@
 // The packed-layout matmul kernels (packed_gemm.h) on AVX-512 VNNI, and on AMX for prefill.
 // Per group of 16 rows and block: 8 zmm of unsigned quants (Q4_0: 4 zmm, split into low and
-// high nibbles; Q5_0: the same plus the fifth bits added under a byte mask; IQ4_NL: Q4_0's
-// nibbles looked up in its table); per token, 8 vpdpbusd with 4 activation bytes broadcast, starting from the
+// high nibbles; Q5_0: the same plus the fifth bits added under a byte mask; IQ4_NL, MXFP4: Q4_0's
+// nibbles looked up in their tables); per token, 8 vpdpbusd with 4 activation bytes broadcast, starting from the
 // offset correction, then one convert and one FMA for 16 outputs. AMX computes the same
 // 16 tokens x 16 rows x 32 integer sums with one tile product (TDPBSSD, on the quants converted
 // to signed bytes once per call), stored and then scaled exactly as above.
@@ -107,6 +107,31 @@ struct PIQ4 : PackedQuants<256> {
   }
 };
 
+// MXFP4: the same, in kvalues_fp4 + 12 (0..24).
+struct PMX4 : PackedQuants<256> {
+  static constexpr GgmlType kType = GgmlType::MXFP4;
+  static constexpr size_t kBytes = 256;
+  static constexpr int kOffset = 12;
+  static constexpr bool kDecode = true;
+  static void load(const uint8_t* q, __m512i* w) {
+    alignas(16) uint8_t v[16];
+    for (int i = 0; i < 16; ++i) v[i] = uint8_t(quant::kvalues_fp4[i] + kOffset);
+    const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(v)));
+    PQ4::load(q, w);
+    for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(table, w[k]);
+  }
+};
+
+// The 16 rows' scales of a block from its scale line (F16; BF16 where packed_bf16_scales).
+template <GgmlType T>
+inline __m512 row_scales(const uint8_t* sc) {
+  const __m256i h = _mm256_load_si256((const __m256i*)sc);
+  if constexpr (packed_bf16_scales(T))
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  else
+    return _mm512_cvtph_ps(h);
+}
+
 // A group's blocks as P::load() returns them (unsigned bytes, 512 a block), decoded once per
 // prefill call into a panel and loaded as they are by every token tile (the scales stay in the
 // group).
@@ -152,7 +177,7 @@ inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const 
       if (prefetch && b % 2 == 0 && !pan)
         for (size_t l = 0; l < packed_pair_bytes(P::kGroupBytes, P::kHeadBytes); l += 64)
           _mm_prefetch((const char*)(sc + packed_prefetch(P::kType) + l), _MM_HINT_T2);
-    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)sc));
+    const __m512 dw = row_scales<P::kType>(sc);
     const uint8_t* xb = xq + 32 * TS * b;
     __m512i s[T];
 #pragma GCC unroll 16
@@ -206,8 +231,8 @@ inline void vnni_tile2(const uint8_t* g0, const uint8_t* g1, const uint8_t* p0, 
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* q0 = P::quants(g0, p0, b);
     const uint8_t* q1 = P::quants(g1, p1, b);
-    const __m512 dw0 = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(g0 + packed_scales_at(P::kGroupBytes, b, P::kHeadBytes))));
-    const __m512 dw1 = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(g1 + packed_scales_at(P::kGroupBytes, b, P::kHeadBytes))));
+    const __m512 dw0 = row_scales<P::kType>(g0 + packed_scales_at(P::kGroupBytes, b, P::kHeadBytes));
+    const __m512 dw1 = row_scales<P::kType>(g1 + packed_scales_at(P::kGroupBytes, b, P::kHeadBytes));
     const uint8_t* xb = xq + 32 * TS * b;
     __m512i s0[T], s1[T];
 #pragma GCC unroll 8
@@ -448,6 +473,7 @@ PackedGemmFn packed_gemm_avx512(GgmlType t) {
   if (t == GgmlType::Q4_0) return &gemm_vnni<PQ4>;
   if (t == GgmlType::Q5_0) return &gemm_vnni<PQ5>;
   if (t == GgmlType::IQ4_NL) return &gemm_vnni<PIQ4>;
+  if (t == GgmlType::MXFP4) return &gemm_vnni<PMX4>;
   if (t == GgmlType::Q4_1) return &gemm_vnni<PQ41>;
   if (t == GgmlType::Q5_1) return &gemm_vnni<PQ51>;
   return packed_kq_gemm_avx512(t, false);
@@ -458,7 +484,8 @@ PackedGemmFn packed_gemm_amx(GgmlType t) {
   if (t == GgmlType::Q4_0) return &gemm_amx<PQ4>;
   if (t == GgmlType::Q5_0) return &gemm_amx<PQ5>;
   if (t == GgmlType::IQ4_NL) return &gemm_amx<PIQ4>;
-  if (packed_has_mins(t)) return nullptr;  // (the AMX epilogue has no mins term: the VNNI kernel)
+  // The _1 types: the AMX epilogue has no mins term; MXFP4: nor BF16 scales (the VNNI kernel).
+  if (packed_has_mins(t) || packed_bf16_scales(t)) return nullptr;
   return packed_kq_gemm_avx512(t, true);
 }
 

@@ -37,9 +37,21 @@ inline int quant(GgmlType t, const uint8_t* q, int r, int k) {
   const uint8_t v = q[64 * ((k % 16) / 4) + 4 * r + k % 4];
   const int u = k < 16 ? (v & 0x0F) : (v >> 4);
   if (t == GgmlType::IQ4_NL) return quant::kvalues_iq4nl[u] + 128;
+  if (t == GgmlType::MXFP4) return quant::kvalues_fp4[u] + 12;
   if (t != GgmlType::Q5_0 && t != GgmlType::Q5_1) return u;
   const int bit = 4 * r + k % 4;
   return u | (((q[256 + 8 * (k / 4) + bit / 8] >> (bit % 8)) & 1) << 4);
+}
+
+// Row r's scale from a group's scale line sc (F16, or BF16: packed_bf16_scales).
+inline float row_scale(GgmlType t, const uint8_t* sc, int r) {
+  uint16_t h;
+  std::memcpy(&h, sc + 2 * r, 2);
+  if (!packed_bf16_scales(t)) return fp16_to_fp32(h);
+  const uint32_t bits = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 // Quant k (0..255) of row r in the K-quant super-block o (repack.h), unsigned (Q3_K: q + 4,
@@ -215,10 +227,9 @@ void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int
           int32_t s = x.c[i];
           for (int k = 0; k < 32; ++k) s += quant(wtype, q, r, k) * xq[k];
           const uint8_t* sc = grp + packed_scales_at(qb, b, hb);
-          uint16_t h;
-          std::memcpy(&h, sc + 2 * r, 2);
-          acc = std::fma(float(s), fp16_to_fp32(h) * x.d[i], acc);
+          acc = std::fma(float(s), row_scale(wtype, sc, r) * x.d[i], acc);
           if (mins) {  // + m x s: the block's min times its activations' sum
+            uint16_t h;
             std::memcpy(&h, sc + 64 + 2 * r, 2);
             acc = std::fma(fp16_to_fp32(h), x.s[i], acc);
           }

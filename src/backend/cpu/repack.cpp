@@ -21,6 +21,7 @@ size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
 
 int packed_offset(GgmlType type) {
   if (packed_has_mins(type)) return 0;
+  if (type == GgmlType::MXFP4) return 12;
   return type == GgmlType::Q8_0 || type == GgmlType::IQ4_NL ? 128 : type == GgmlType::Q5_0 ? 16 : 8;
 }
 
@@ -43,21 +44,30 @@ inline void store4(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
   const int64_t nb = w.cols / 32;
   const size_t qb = packed_quant_bytes(w.type), hb = packed_head_bytes(w.type);
-  const size_t bb = type_traits(w.type).type_size;  // GGUF block bytes (34, 18, 20, 22 or 24)
-  // IQ4_NL's nibbles are copied as Q4_0's: the kernels look their values up.
+  const size_t bb = type_traits(w.type).type_size;  // GGUF block bytes (34, 18, 20, 22, 24 or 17)
+  // IQ4_NL's and MXFP4's nibbles are copied as Q4_0's: the kernels look their values up.
   const bool q8 = w.type == GgmlType::Q8_0, q5 = w.type == GgmlType::Q5_0 || w.type == GgmlType::Q5_1;
+  const bool e8m0 = packed_bf16_scales(w.type);  // MXFP4: e, qs[16]
   const bool mins = packed_has_mins(w.type);
   const int words = q8 ? 8 : 4;                 // 32-bit words of quants a row and block
   const uint32_t flip = q8 ? 0x80808080u : 0u;  // Q8_0 is stored + 128 (unsigned)
   // GGUF blocks: d, [m], [qh], qs.
-  const size_t qh_at = mins ? 4 : 2, qs_at = qh_at + (q5 ? 4 : 0);
+  const size_t qh_at = mins ? 4 : 2, qs_at = e8m0 ? 1 : qh_at + (q5 ? 4 : 0);
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* q = out + packed_quants_at(qb, b, hb);
     uint8_t* scales = out + packed_scales_at(qb, b, hb);
     uint64_t mask[8] = {};  // Q5: chunk k's fifth bits, bit 4 r + j for column 4 k + j of row r
     for (int r = 0; r < kPackRows; ++r) {
       const uint8_t* blk = w.data + size_t(r0 + r) * w.row_bytes + size_t(b) * bb;
-      std::memcpy(scales + 2 * r, blk, 2);  // d (F16) comes first in all of them
+      if (e8m0) {  // 2^(e - 128) as BF16: the F32's high half (its low half is zero)
+        uint32_t bits;
+        const float f = quant::e8m0_to_fp32_half(blk[0]);
+        std::memcpy(&bits, &f, 4);
+        const uint16_t h = uint16_t(bits >> 16);
+        std::memcpy(scales + 2 * r, &h, 2);
+      } else {
+        std::memcpy(scales + 2 * r, blk, 2);  // d (F16) comes first in the others
+      }
       if (mins) std::memcpy(scales + 64 + 2 * r, blk + 2, 2);  // m
       const uint8_t* qs = blk + qs_at;
       for (int k = 0; k < words; ++k) store4(q + 64 * k + 4 * r, load4(qs + 4 * k) ^ flip);

@@ -4,13 +4,15 @@
 // multiplies 4 columns of 16 rows by 4 activation bytes broadcast to every lane, and the same
 // bytes are an AMX B tile (K/4 rows of 16 x 4 bytes). Quants are unsigned (Q8_0: w + 128,
 // Q4_0: its nibbles q = w + 8 as stored, Q5_0: w + 16, IQ4_NL: kvalues_iq4nl[q] + 128 from its
-// nibbles, which are stored as Q4_0's); the kernels subtract offset * sum(x) per block. The _1
-// types' quants are their q (x = d q + m): the kernels add m * s (Q8_1's sum) per block.
+// nibbles, which are stored as Q4_0's, MXFP4: kvalues_fp4[q] + 12 likewise); the kernels subtract
+// offset * sum(x) per block. The _1 types' quants are their q (x = d q + m): the kernels add
+// m * s (Q8_1's sum) per block.
 //
 // Group layout (64-byte aligned, packed_group_bytes apart), in pairs of blocks: 64 bytes of
-// F16 row scales (the 16 rows' d of the pair's first block, then of its second; the _1 types:
-// then 64 bytes of their m likewise), then the two blocks' quants (Q8_0: 512 bytes each; Q4_0,
-// Q4_1 and IQ4_NL: 256 bytes whose low nibbles are columns 0-15 of the block and high nibbles
+// F16 row scales (the 16 rows' d of the pair's first block, then of its second; MXFP4's as BF16,
+// packed_bf16_scales; the _1 types: then 64 bytes of their m likewise), then the two blocks'
+// quants (Q8_0: 512 bytes each; Q4_0, Q4_1, IQ4_NL and MXFP4: 256 bytes whose low nibbles are
+// columns 0-15 of the block and high nibbles
 // 16-31, exactly as in the GGUF block; Q5_0, Q5_1: those 256 bytes, then
 // per chunk of 4 columns a 64-bit mask of the fifth bits, bit 4 r + j for column j of row r);
 // an odd last block leaves its pair's second half unused. Decode streams each group front to
@@ -30,7 +32,7 @@ namespace minfer::cpu {
 
 constexpr int64_t kPackRows = 16;
 
-// Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0, IQ4_NL (rows of
+// Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4 (rows of
 // whole 32-blocks) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (whole 256-blocks) with at least 16 rows. Only whole
 // groups are packed (rows / 16 of them); matmul computes the last rows % 16 rows from the GGUF
 // layout.
@@ -43,14 +45,18 @@ constexpr bool packed_kquant(GgmlType type) {
 // Columns per packed block: 32, or 256 for the K-quants.
 constexpr int64_t packed_block_cols(GgmlType type) { return packed_kquant(type) ? 256 : 32; }
 
-// Quant bytes per block of one group (Q8_0 512, Q4_0, Q4_1 and IQ4_NL 256, Q5_0 and Q5_1 320);
-// 0 when not packable.
+// Quant bytes per block of one group (Q8_0 512, Q4_0, Q4_1, IQ4_NL and MXFP4 256, Q5_0 and Q5_1
+// 320); 0 when not packable.
 constexpr size_t packed_quant_bytes(GgmlType type) {
-  return type == GgmlType::Q8_0                                                           ? 512
-         : type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::IQ4_NL ? 256
-         : type == GgmlType::Q5_0 || type == GgmlType::Q5_1                               ? 320
-                                                                                          : 0;
+  return type == GgmlType::Q8_0 ? 512
+         : type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::IQ4_NL || type == GgmlType::MXFP4
+             ? 256
+         : type == GgmlType::Q5_0 || type == GgmlType::Q5_1 ? 320
+                                                            : 0;
 }
+// MXFP4's scales are powers of two, 2^(e - 128) for its E8M0 byte e: beyond F16's range, each
+// exact in BF16 (2^-128 and 2^-127 as its subnormals), whose conversion to F32 is a 16-bit shift.
+constexpr bool packed_bf16_scales(GgmlType type) { return type == GgmlType::MXFP4; }
 // The _1 types (a min per block: x = d q + m) carry their blocks' mins beside the scales.
 constexpr bool packed_has_mins(GgmlType type) { return type == GgmlType::Q4_1 || type == GgmlType::Q5_1; }
 // Bytes of a pair's scale line(s): the two blocks' d (F16 x 16 rows each), then for the _1
@@ -140,9 +146,10 @@ constexpr size_t packed_group_bytes(GgmlType type, int64_t cols) {
 }
 size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols);
 
-// Offset the packed quants of the _0 types carry (Q8_0 128, Q4_0 8, Q5_0 16, IQ4_NL 128: its
-// table's values + 128 once the kernels have looked them up); the _1 types' quants are their
-// values (0).
+// Offset the packed quants of the _0 types carry (Q8_0 128, Q4_0 8, Q5_0 16, IQ4_NL 128 and
+// MXFP4 12: their tables' values + 128 (+ 12) once the kernels have looked them up); the _1
+// types' quants are their values (0). MXFP4's values + 12 (0..24) stay unsigned bytes whose
+// maddubs pairs AVX2 may sum over 4 chunks in int16 (4 x 2 x 24 x 127 < 2^15).
 int packed_offset(GgmlType type);
 
 // Repacks the whole groups of w (packable) into out (packed_bytes, 64-byte aligned), spread
