@@ -57,14 +57,14 @@ Packed make_weight(GgmlType t, int64_t rows, int64_t cols, std::mt19937& rng) {
 struct Acts {
   std::vector<uint8_t> q, tq;
   std::vector<float> d, s;  // s: the _1 types' Q8_1 block sums
-  std::vector<int32_t> c;
+  std::vector<int32_t> c, ch;  // ch: the split types' second-half corrections
   std::vector<int16_t> tw;  // tq widened (PackedAct::tw)
   std::vector<Q8KSums> ks;
   size_t stride = 0;
   int64_t tile = kActTile;  // act_tile of the token count, as matmul lays them out
   PackedAct view(bool wide = false) const {
     return {q.data(), stride,      ks.data(), tq.data(), d.data(), c.data(), tile, wide ? tw.data() : nullptr,
-            s.empty() ? nullptr : s.data()};
+            s.empty() ? nullptr : s.data(), ch.empty() ? nullptr : ch.data()};
   }
 };
 
@@ -90,6 +90,8 @@ Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t col
   a.c.resize(n_act);
   const bool q81 = at == GgmlType::Q8_1;  // the _1 types: d, s, then the quants
   if (q81) a.s.resize(n_act);
+  const bool split = packed_split_halves(wt);
+  if (split) a.ch.resize(n_act);
   // The tiles from the Q8_0 (Q8_1) rows, as packed_gemm.h describes them.
   for (int64_t t = 0; t < nt; ++t) {
     const uint8_t* row = a.q.data() + size_t(t) * a.stride;
@@ -105,9 +107,10 @@ Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t col
         std::memcpy(&h, blk + 2, 2);
         a.s[i] = fp16_to_fp32(h);
       }
-      int32_t s = 0;
-      for (int j = 0; j < 32; ++j) s += int8_t(qs[j]);
+      int32_t s = 0, sh = 0;
+      for (int j = 0; j < 32; ++j) (split && j >= 16 ? sh : s) += int8_t(qs[j]);
       a.c[i] = -packed_offset(wt) * s;
+      if (split) a.ch[i] = -packed_offset(wt) * sh;
       std::memcpy(a.tq.data() + 32 * i, qs, 32);
     }
   }
@@ -118,6 +121,14 @@ Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t col
 
 // Weight element k of row r, as its integer quant, the block scale and (the _1 types) min.
 void weight_quant(GgmlType t, const uint8_t* row, int64_t k, int* q, float* d, float* m) {
+  if (t == GgmlType::NVFP4) {  // blocks of 64: d[4] (UE4M3 per 16), qs[32] (8 a sub-block)
+    const auto& b = reinterpret_cast<const quant::block_nvfp4*>(row)[k / 64];
+    const int e = int(k % 64), sb = e / 16, j = e % 16;
+    *d = quant::ue4m3_to_fp32(b.d[sb]);
+    *m = 0.0f;
+    *q = quant::kvalues_fp4[j < 8 ? (b.qs[8 * sb + j] & 0x0F) : (b.qs[8 * sb + j - 8] >> 4)];
+    return;
+  }
   const size_t bb = type_traits(t).type_size;
   const uint8_t* blk = row + size_t(k / 32) * bb;
   uint16_t h;
@@ -163,7 +174,7 @@ TEST_P(PackedTest, ScalarKernelMatchesThePlainDotProduct) {
   const GgmlType t = GetParam();
   if (packed_kquant(t)) GTEST_SKIP() << "K-quants: see KQuantScalarKernelMatchesTheDequantizedDot";
   std::mt19937 rng(7);
-  for (int64_t cols : {32, 96, 256}) {
+  for (int64_t cols : {64, 192, 256}) {
     const int64_t rows = 32, nt = 19, nb = cols / 32;  // a whole activation tile and part of one
     Packed k = make_packed(t, rows, cols, rng);
     const auto x = random_floats(size_t(nt * cols), rng);
@@ -176,17 +187,19 @@ TEST_P(PackedTest, ScalarKernelMatchesThePlainDotProduct) {
         const bool q81 = packed_has_mins(t);  // Q8_1 activations: d, s, quants
         const size_t xb = q81 ? 36 : 34, xo = q81 ? 4 : 2;
         for (int64_t b = 0; b < nb; ++b) {
-          long isum = 0;
-          float dw = 0, mw = 0;
-          for (int j = 0; j < 32; ++j) {
-            int q;
-            weight_quant(t, k.w.data() + size_t(r) * k.view.row_bytes, 32 * b + j, &q, &dw, &mw);
-            isum += long(q) * int8_t(a.q[size_t(tt) * a.stride + xb * size_t(b) + xo + size_t(j)]);
-          }
           const uint8_t* xblk = &a.q[size_t(tt) * a.stride + xb * size_t(b)];
           uint16_t hx;  // the activation block's own scale (and sum), as quantize_act wrote them
           std::memcpy(&hx, xblk, 2);
-          ref += double(dw) * double(fp16_to_fp32(hx)) * double(isum);
+          float dw = 0, mw = 0;
+          for (int half = 0; half < 2; ++half) {  // (NVFP4 scales each 16 apart)
+            long isum = 0;
+            for (int j = 16 * half; j < 16 * half + 16; ++j) {
+              int q;
+              weight_quant(t, k.w.data() + size_t(r) * k.view.row_bytes, 32 * b + j, &q, &dw, &mw);
+              isum += long(q) * int8_t(a.q[size_t(tt) * a.stride + xb * size_t(b) + xo + size_t(j)]);
+            }
+            ref += double(dw) * double(fp16_to_fp32(hx)) * double(isum);
+          }
           if (q81) {
             std::memcpy(&hx, xblk + 2, 2);
             ref += double(mw) * double(fp16_to_fp32(hx));
@@ -242,7 +255,10 @@ TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
   const GgmlType t = GetParam();
   std::mt19937 rng(11);
   int tested = 0, wide = 0;
-  for (int64_t cols : packed_kquant(t) ? std::vector<int64_t>{768} : std::vector<int64_t>{32, 64, 160, 224, 672}) {
+  std::vector<int64_t> widths = {32, 64, 160, 224, 672};
+  if (packed_kquant(t)) widths = {768};
+  if (t == GgmlType::NVFP4) widths = {64, 128, 192, 320, 704};  // whole blocks of 64
+  for (int64_t cols : widths) {
     const int64_t rows = 48, nb = cols / packed_block_cols(t);
     Packed k = make_packed(t, rows, cols, rng);
     for (Isa isa : supported_isas()) {
@@ -320,7 +336,7 @@ TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedTest,
                          testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL,
-                                         GgmlType::MXFP4, GgmlType::Q4_1, GgmlType::Q5_1,
+                                         GgmlType::MXFP4, GgmlType::NVFP4, GgmlType::Q4_1, GgmlType::Q5_1,
                                          GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
                                          GgmlType::IQ4_XS),
                          [](const auto& info) { return std::string(type_name(info.param)); });
@@ -338,7 +354,7 @@ TEST(Packed, ActivationTilesOnEveryIsaMatchTheRows) {
   for (int64_t nt : {35, 1})
     for (int64_t nb : {1, 16, 17, 28, 40}) tokens_x_blocks.emplace_back(nt, nb);
   for (GgmlType wt : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::MXFP4,
-                      GgmlType::Q4_1}) {
+                      GgmlType::NVFP4, GgmlType::Q4_1}) {
     for (const auto& [nt, nb] : tokens_x_blocks) {
       const int64_t cols = 32 * nb;
       auto x = random_floats(size_t(nt * cols), rng, 4.0f);
@@ -354,12 +370,14 @@ TEST(Packed, ActivationTilesOnEveryIsaMatchTheRows) {
         std::fill(a.d.begin(), a.d.end(), -1.0f);
         std::fill(a.c.begin(), a.c.end(), 7);
         std::fill(a.s.begin(), a.s.end(), -2.0f);
+        std::fill(a.ch.begin(), a.ch.end(), 9);
         std::vector<uint8_t> row(ref.stride);
         for (int64_t t = 0; t < nt; ++t) {
           const bool keep = t % 2 == 0;
           std::memset(row.data(), 0xA5, row.size());
           packed_act_quantize(wt, x.data() + t * cols, nb, t, a.tile, row.data(), keep, a.tq.data(), a.d.data(),
-                              a.c.data(), nullptr, a.s.empty() ? nullptr : a.s.data());
+                              a.c.data(), nullptr, a.s.empty() ? nullptr : a.s.data(),
+                              a.ch.empty() ? nullptr : a.ch.data());
           if (keep || isa < Isa::Avx512 || packed_has_mins(wt))  // (the _1 types' row is always made)
             EXPECT_EQ(0, std::memcmp(row.data(), ref.q.data() + size_t(t) * ref.stride, ref.stride))
                 << isa_name(isa) << " nb " << nb << " t " << t;
@@ -380,6 +398,9 @@ TEST(Packed, ActivationTilesOnEveryIsaMatchTheRows) {
             ASSERT_EQ(a.c[i], ref.c[i]) << isa_name(isa) << " nb " << nb << " t " << t << " b " << b;
             if (!ref.s.empty()) {
               ASSERT_EQ(a.s[i], ref.s[i]) << isa_name(isa) << " nb " << nb << " t " << t;
+            }
+            if (!ref.ch.empty()) {
+              ASSERT_EQ(a.ch[i], ref.ch[i]) << isa_name(isa) << " nb " << nb << " t " << t;
             }
           }
       }
@@ -573,12 +594,52 @@ TEST(Packed, MxFp4ScalesSurviveThePackedLayoutExactly) {
     }
 }
 
+// NVFP4's UE4M3 scale codes as ggml reads them (ue4m3_to_fp32: the low 7 bits, 0x7F as zero, so
+// 0xFF as 240; subnormal codes): every one of the 256 through the packed layout and each kernel.
+// Token i is one at column 16 i alone, so its output is row r's sub-block i (code i + 16 r) alone:
+// 127 x (its scale x the activation's d), as one float product.
+TEST(Packed, NvFp4ScalesOfEveryCodeAsGgmlReadsThem) {
+  const GgmlType t = GgmlType::NVFP4;
+  const int64_t rows = 16, cols = 4096, nt = 256;
+  const size_t rb = row_size(t, cols);
+  std::vector<uint8_t> w(size_t(rows) * rb);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t p = 0; p < cols / 64; ++p) {
+      auto& b = reinterpret_cast<quant::block_nvfp4*>(w.data() + size_t(r) * rb)[p];
+      for (int s = 0; s < 4; ++s) b.d[s] = uint8_t(4 * p + s + 16 * r);
+      std::memset(b.qs, 0x11, sizeof(b.qs));  // every value kvalues_fp4[1] = 1
+    }
+  const WeightView v{t, w.data(), rows, cols, rb};
+  AlignedBuffer p = aligned_buffer(packed_bytes(t, rows, cols));
+  pack_weight(v, p.get());
+  std::vector<float> x(size_t(nt * cols), 0.0f);
+  for (int64_t i = 0; i < nt; ++i) x[size_t(i * cols + 16 * i)] = 1.0f;
+  const Acts a = make_acts(t, x, nt, cols);
+  std::vector<PackedGemmFn> kernels = {&packed_gemm_scalar};
+  for (Isa isa : supported_isas())
+    if (isa != Isa::Scalar && packed_gemm(t, isa)) kernels.push_back(packed_gemm(t, isa));
+  for (PackedGemmFn f : kernels) {
+    std::vector<float> y(size_t(nt * rows), -1.0f);
+    f(t, p.get(), 1, cols / 32, a.view(), nt, y.data(), rows);
+    for (int64_t i = 0; i < nt; ++i) {
+      uint16_t hx;
+      std::memcpy(&hx, a.q.data() + size_t(i) * a.stride + 34 * size_t(i / 2), 2);
+      for (int64_t r = 0; r < rows; ++r) {
+        const uint8_t code = uint8_t(i + 16 * r);
+        ASSERT_EQ(y[size_t(i * rows + r)], 127.0f * (quant::ue4m3_to_fp32(code) * fp16_to_fp32(hx)))
+            << "code " << int(code) << " kernel " << (f == kernels[0] ? 0 : 1);
+      }
+    }
+  }
+  ASSERT_GT(kernels.size(), 1u) << "no SIMD kernel ran";
+}
+
 TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {
   EXPECT_TRUE(packable(GgmlType::Q8_0, 16, 32));
   EXPECT_TRUE(packable(GgmlType::Q4_0, 4864, 896));
   EXPECT_TRUE(packable(GgmlType::IQ4_NL, 32, 64));
   EXPECT_TRUE(packable(GgmlType::MXFP4, 16, 2880));
-  EXPECT_FALSE(packable(GgmlType::NVFP4, 16, 64));
+  EXPECT_TRUE(packable(GgmlType::NVFP4, 16, 64));
   EXPECT_TRUE(packable(GgmlType::Q8_0, 17, 32));  // one group packed, one row from the GGUF layout
   EXPECT_FALSE(packable(GgmlType::Q8_0, 15, 32));
   EXPECT_FALSE(packable(GgmlType::Q5_0, 16, 48));

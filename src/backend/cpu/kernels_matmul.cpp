@@ -121,6 +121,7 @@ struct ActKey {
   const void* aux = nullptr;  // the tiles or the K-quant sums
   const int16_t* wide = nullptr;  // the tiles widened (PackedAct::tw), or none
   const float* mins = nullptr;    // the _1 types' block sums (PackedAct::s), or none
+  const int32_t* halves = nullptr;  // the split types' second-half corrections (PackedAct::ch), or none
 };
 constexpr int kKQuantSums = -2;
 thread_local ActKey t_act;
@@ -131,7 +132,8 @@ bool act_ready(const ActKey& want, bool same_x) {
   const ActKey& h = t_act;
   const bool ok = same_x && h.x == want.x && h.nt == want.nt && h.cols == want.cols &&
                   h.at == want.at && h.sums == want.sums && (h.rows || !want.rows) &&
-                  h.xq == want.xq && h.aux == want.aux && h.wide == want.wide && h.mins == want.mins;
+                  h.xq == want.xq && h.aux == want.aux && h.wide == want.wide && h.mins == want.mins &&
+                  h.halves == want.halves;
   if (!ok) t_act = want;
   return ok;
 }
@@ -158,6 +160,8 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
                     ? thread_scratch_array<int16_t>(ScratchSlot::MatmulActWide, 32 * n_act)
                     : nullptr;
   float* xm = packed_has_mins(w0.type) ? thread_scratch_array<float>(ScratchSlot::MatmulActMins, n_act) : nullptr;
+  int32_t* xh = packed_split_halves(w0.type) ? thread_scratch_array<int32_t>(ScratchSlot::MatmulActHalves, n_act)
+                                             : nullptr;
   Q8KSums* ks = sums ? nullptr : thread_scratch_array<Q8KSums>(ScratchSlot::MatmulActScales, size_t(nt * nb));
   int64_t rows = 0, all_groups = 0;  // (each job's rows past its last group are not in a group)
   for (int j = 0; j < n_jobs; ++j) rows += jobs[j].w.rows, all_groups += jobs[j].w.rows / kPackRows;
@@ -168,7 +172,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   auto quantize = [&](int64_t t, int) {
     uint8_t* row = xq + size_t(t) * xs;
     if (sums) {
-      packed_act_quantize(w0.type, x + t * cols, nb, t, tile, row, tails, tq, xd, xc, tw, xm);
+      packed_act_quantize(w0.type, x + t * cols, nb, t, tile, row, tails, tq, xd, xc, tw, xm, xh);
     } else {
       packed_act_quantize_k(x + t * cols, nb, row, ks + t * nb);
     }
@@ -181,7 +185,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   };
   const int64_t n_items = (nt + item_tokens - 1) / item_tokens;
   const ActKey want{x, nt, cols, at, sums ? packed_offset(w0.type) : kKQuantSums, !sums || tails, xq,
-                    sums ? static_cast<const void*>(tq) : ks, tw, xm};
+                    sums ? static_cast<const void*>(tq) : ks, tw, xm, xh};
   if (!act_ready(want, same_x)) {
     if (par && n_items > 1)
       parallel_for(n_items, quantize_item);
@@ -209,7 +213,8 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     // t0 starts a tile (kTokenBlock is a multiple of kActTile).
     const size_t a0 = act_index(t0, 0, nb, tile);
     const PackedAct xa = sums ? PackedAct{nullptr, 0, nullptr, tq + 32 * a0, xd + a0, xc + a0, tile,
-                                          tw ? tw + 32 * a0 : nullptr, xm ? xm + a0 : nullptr}
+                                          tw ? tw + 32 * a0 : nullptr, xm ? xm + a0 : nullptr,
+                                          xh ? xh + a0 : nullptr}
                               : PackedAct{xq + size_t(t0) * xs, xs, ks + t0 * nb};
     float* yc = job.y + t0 * ldy + g0 * kPackRows;
     const size_t gb = packed_group_bytes(job.w.type, cols);

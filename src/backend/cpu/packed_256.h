@@ -97,10 +97,11 @@ struct AIQ4 : PackedQuants<256> {
   }
 };
 
-// MXFP4: Q4_0's nibbles looked up in kvalues_fp4 + 12 (0..24: unsigned as they are, maddubs'
-// int16 pairs summed over 4 chunks stay below 2^15).
-struct AMX4 : PackedQuants<256> {
-  static constexpr GgmlType kType = GgmlType::MXFP4;
+// MXFP4, NVFP4: Q4_0's nibbles looked up in kvalues_fp4 + 12 (0..24: unsigned as they are,
+// maddubs' int16 pairs summed over 4 chunks stay below 2^15).
+template <GgmlType T>
+struct AFp4 : PackedQuants<256> {
+  static constexpr GgmlType kType = T;
   static constexpr size_t kBytes = 256;
   static constexpr bool kSigned = false;
   static constexpr int kGroup = 4;
@@ -113,10 +114,17 @@ struct AMX4 : PackedQuants<256> {
     for (int c = 0; c < 8; ++c) w[c] = _mm256_shuffle_epi8(t, w[c]);
   }
 };
+using AMX4 = AFp4<GgmlType::MXFP4>;
+using ANV4 = AFp4<GgmlType::NVFP4>;
 
-// Half h's 8 row scales of a block from its scale line sc (F16; BF16 where packed_bf16_scales).
+// Half h's 8 row scales of a block from its scale line sc (F16; BF16 where packed_bf16_scales;
+// the split types: UE4M3 codes of the block's first column half, of its second from sc + 16).
 template <GgmlType T>
 inline __m256 row_scales(const uint8_t* sc, int h) {
+  if constexpr (packed_split_halves(T)) {
+    const __m256i v = _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(sc + 8 * h))), 20);
+    return _mm256_mul_ps(_mm256_castsi256_ps(v), _mm256_set1_ps(kUe4m3Bias));
+  }
   const __m128i v = _mm_load_si128((const __m128i*)(sc + 16 * h));
   if constexpr (packed_bf16_scales(T))
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
@@ -159,20 +167,21 @@ struct AMins : PackedQuants<P0::kBytes, packed_head_bytes(T)> {
 using AQ41 = AMins<AQ4, GgmlType::Q4_1>;
 using AQ51 = AMins<AQ5, GgmlType::Q5_1>;
 
-// vpdpbusd's sums for 8 rows over the 8 chunks of a block: s + per row the dot of the block's
-// 32 columns with the token's quants xb.
-template <class P>
+// vpdpbusd's sums for 8 rows over chunks K0..K1-1 of a block (all 8 by default): s + per row
+// the dot of those columns with the token's quants xb.
+template <class P, int K0 = 0, int K1 = 8>
 inline __m256i dot_block(__m256i s, const __m256i* w, const uint8_t* xb) {
 #if MINFER_PACKED_VNNI
   __m256i s1 = _mm256_setzero_si256();  // two dependency chains
-  for (int k = 0; k < 8; k += 2) {
+  for (int k = K0; k < K1; k += 2) {
     s = _mm256_dpbusd_avx_epi32(s, w[k], _mm256_set1_epi32(load_i32(xb + 4 * k)));
     s1 = _mm256_dpbusd_avx_epi32(s1, w[k + 1], _mm256_set1_epi32(load_i32(xb + 4 * k + 4)));
   }
   s = _mm256_add_epi32(s, s1);
 #else
+  static_assert((K1 - K0) % P::kGroup == 0);
   const __m256i ones = _mm256_set1_epi16(1);
-  for (int k0 = 0; k0 < 8; k0 += P::kGroup) {
+  for (int k0 = K0; k0 < K1; k0 += P::kGroup) {
     __m256i p = _mm256_setzero_si256();  // set by k == k0 (GCC's sanitizer builds cannot see it)
     for (int k = k0; k < k0 + P::kGroup; ++k) {
       const __m256i x4 = _mm256_set1_epi32(load_i32(xb + 4 * k));
@@ -552,6 +561,17 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
 #endif
     __m256i w[8];
     P::load(q, h, w);
+    if constexpr (packed_split_halves(P::kType)) {  // columns 0-15, then 16-31
+      const __m256 dh = row_scales<P::kType>(sc + 16, h);
+      for (int t = 0; t < T; ++t) {
+        const size_t i = kActTile * b + t;
+        const __m256i s = dot_block<P, 0, 4>(_mm256_set1_epi32(xc[i]), w, xb + 32 * t);
+        const __m256i sh = dot_block<P, 4, 8>(_mm256_set1_epi32(x.ch[a0 + i]), w, xb + 32 * t);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xd[i])), acc[t]);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sh), _mm256_mul_ps(dh, _mm256_set1_ps(xd[i])), acc[t]);
+      }
+      return;
+    }
     for (int t = 0; t < T; ++t) {
       const size_t i = kActTile * b + t;
       const __m256i s = dot_block<P>(P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(xc[i]), w, xb + 32 * t);
@@ -734,7 +754,16 @@ inline void avx2_gemv(const uint8_t* grp, int64_t nb, const PackedAct& x, float*
         s = q4_decode_dot(q, h, x.c[b], xb);
       } else
 #endif
-      {
+      if constexpr (packed_split_halves(P::kType)) {  // columns 0-15, then 16-31
+        __m256i w[8];
+        P::load(q, h, w);
+        s = dot_block<P, 0, 4>(_mm256_set1_epi32(x.c[b]), w, xb);
+        const __m256i sh = dot_block<P, 4, 8>(_mm256_set1_epi32(x.ch[b]), w, xb);
+        acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(x.d[b])), acc[h]);
+        acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sh),
+                                 _mm256_mul_ps(row_scales<P::kType>(sc + 16, h), _mm256_set1_ps(x.d[b])), acc[h]);
+        continue;
+      } else {
         __m256i w[8];
         P::load(q, h, w);
         s = dot_block<P>(P::kSigned ? _mm256_setzero_si256() : _mm256_set1_epi32(x.c[b]), w, xb);
@@ -1565,6 +1594,7 @@ PackedGemmFn packed_gemm_256(GgmlType t) {
   if (t == GgmlType::Q5_0) return &gemm_256<AQ5>;
   if (t == GgmlType::IQ4_NL) return &gemm_256<AIQ4>;
   if (t == GgmlType::MXFP4) return &gemm_256<AMX4>;
+  if (t == GgmlType::NVFP4) return &gemm_256<ANV4>;
   if (t == GgmlType::Q4_1) return &gemm_256<AQ41>;
   if (t == GgmlType::Q5_1) return &gemm_256<AQ51>;
   if (t == GgmlType::Q4_K) return &ak_gemm<GgmlType::Q4_K>;

@@ -107,9 +107,10 @@ struct PIQ4 : PackedQuants<256> {
   }
 };
 
-// MXFP4: the same, in kvalues_fp4 + 12 (0..24).
-struct PMX4 : PackedQuants<256> {
-  static constexpr GgmlType kType = GgmlType::MXFP4;
+// MXFP4, NVFP4: the same, in kvalues_fp4 + 12 (0..24).
+template <GgmlType T>
+struct PFp4 : PackedQuants<256> {
+  static constexpr GgmlType kType = T;
   static constexpr size_t kBytes = 256;
   static constexpr int kOffset = 12;
   static constexpr bool kDecode = true;
@@ -121,10 +122,17 @@ struct PMX4 : PackedQuants<256> {
     for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(table, w[k]);
   }
 };
+using PMX4 = PFp4<GgmlType::MXFP4>;
+using PNV4 = PFp4<GgmlType::NVFP4>;
 
-// The 16 rows' scales of a block from its scale line (F16; BF16 where packed_bf16_scales).
+// The 16 rows' scales of a block from its scale line (F16; BF16 where packed_bf16_scales; the
+// split types: UE4M3 codes of the block's first half, those of its second 16 bytes on).
 template <GgmlType T>
 inline __m512 row_scales(const uint8_t* sc) {
+  if constexpr (packed_split_halves(T)) {
+    const __m512i v = _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_load_si128((const __m128i*)sc)), 20);
+    return _mm512_mul_ps(_mm512_castsi512_ps(v), _mm512_set1_ps(kUe4m3Bias));
+  }
   const __m256i h = _mm256_load_si256((const __m256i*)sc);
   if constexpr (packed_bf16_scales(T))
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -163,6 +171,7 @@ template <class P, int T, int TS = kActTile>
 inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const PackedAct& x,
                       int64_t t0, float* y, int64_t ldy, bool prefetch = false) {
   static_assert(TS % T == 0);  // t0 is a multiple of T: the T tokens share a tile
+  constexpr bool kSplit = packed_split_halves(P::kType);
   const size_t a0 = act_index(t0, 0, nb, TS);
   const uint8_t* xq = x.tq + 32 * a0;
   const float* xd = x.d + a0;
@@ -179,9 +188,12 @@ inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const 
           _mm_prefetch((const char*)(sc + packed_prefetch(P::kType) + l), _MM_HINT_T2);
     const __m512 dw = row_scales<P::kType>(sc);
     const uint8_t* xb = xq + 32 * TS * b;
-    __m512i s[T];
+    __m512i s[T], sh[T];  // sh: the split types' second half (chunks 4-7)
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) s[t] = _mm512_set1_epi32(xc[TS * b + t]);
+    if constexpr (kSplit)
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) sh[t] = _mm512_set1_epi32(x.ch[a0 + TS * b + t]);
     if constexpr (T == 1 && (std::is_same_v<P, PQ4> || std::is_same_v<P, PQ41>)) {  // packed nibbles
       // Decode: the high nibbles in place into a second sum (dpbusd_nibbles).
       __m512i hi = _mm512_setzero_si512();
@@ -195,12 +207,18 @@ inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const 
 #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k)
 #pragma GCC unroll 16
-        for (int t = 0; t < T; ++t) dpbusd_bcast(s[t], w[k], xb + 32 * t + 4 * k);
+        for (int t = 0; t < T; ++t) dpbusd_bcast(kSplit && k >= 4 ? sh[t] : s[t], w[k], xb + 32 * t + 4 * k);
     }
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t)
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]),
                                _mm512_mul_ps(dw, _mm512_set1_ps(xd[TS * b + t])), acc[t]);
+    if constexpr (kSplit) {
+      const __m512 dh = row_scales<P::kType>(sc + 16);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t)
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sh[t]), _mm512_mul_ps(dh, _mm512_set1_ps(xd[TS * b + t])), acc[t]);
+    }
     if constexpr (packed_has_mins(P::kType)) {  // + m x s
       const __m512 mw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(sc + 64)));
       const float* xm = x.s + a0;
@@ -221,6 +239,7 @@ inline void vnni_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, const 
 template <class P, int T, int TS = kActTile>
 inline void vnni_tile2(const uint8_t* g0, const uint8_t* g1, const uint8_t* p0, const uint8_t* p1, int64_t nb,
                        const PackedAct& x, int64_t t0, float* y0, float* y1, int64_t ldy) {
+  constexpr bool kSplit = packed_split_halves(P::kType);
   const size_t a0 = act_index(t0, 0, nb, TS);
   const uint8_t* xq = x.tq + 32 * a0;
   const float* xd = x.d + a0;
@@ -234,17 +253,22 @@ inline void vnni_tile2(const uint8_t* g0, const uint8_t* g1, const uint8_t* p0, 
     const __m512 dw0 = row_scales<P::kType>(g0 + packed_scales_at(P::kGroupBytes, b, P::kHeadBytes));
     const __m512 dw1 = row_scales<P::kType>(g1 + packed_scales_at(P::kGroupBytes, b, P::kHeadBytes));
     const uint8_t* xb = xq + 32 * TS * b;
-    __m512i s0[T], s1[T];
+    __m512i s0[T], s1[T], h0[T], h1[T];  // h0, h1: the split types' second halves (chunks 4-7)
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) s0[t] = s1[t] = _mm512_set1_epi32(xc[TS * b + t]);
+    if constexpr (kSplit)
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) h0[t] = h1[t] = _mm512_set1_epi32(x.ch[a0 + TS * b + t]);
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
       const __m512i w0 = _mm512_load_si512(q0 + 64 * k), w1 = _mm512_load_si512(q1 + 64 * k);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const __m512i a = _mm512_set1_epi32(load_i32(xb + 32 * t + 4 * k));
-        s0[t] = _mm512_dpbusd_epi32(s0[t], w0, a);
-        s1[t] = _mm512_dpbusd_epi32(s1[t], w1, a);
+        __m512i& u0 = kSplit && k >= 4 ? h0[t] : s0[t];
+        __m512i& u1 = kSplit && k >= 4 ? h1[t] : s1[t];
+        u0 = _mm512_dpbusd_epi32(u0, w0, a);
+        u1 = _mm512_dpbusd_epi32(u1, w1, a);
       }
     }
 #pragma GCC unroll 8
@@ -252,6 +276,16 @@ inline void vnni_tile2(const uint8_t* g0, const uint8_t* g1, const uint8_t* p0, 
       const __m512 dx = _mm512_set1_ps(xd[TS * b + t]);
       acc0[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0[t]), _mm512_mul_ps(dw0, dx), acc0[t]);
       acc1[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[t]), _mm512_mul_ps(dw1, dx), acc1[t]);
+    }
+    if constexpr (kSplit) {
+      const __m512 dh0 = row_scales<P::kType>(g0 + packed_scales_at(P::kGroupBytes, b, P::kHeadBytes) + 16);
+      const __m512 dh1 = row_scales<P::kType>(g1 + packed_scales_at(P::kGroupBytes, b, P::kHeadBytes) + 16);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m512 dx = _mm512_set1_ps(xd[TS * b + t]);
+        acc0[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(h0[t]), _mm512_mul_ps(dh0, dx), acc0[t]);
+        acc1[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(h1[t]), _mm512_mul_ps(dh1, dx), acc1[t]);
+      }
     }
   }
 #pragma GCC unroll 8
@@ -284,12 +318,17 @@ template <class P>
 inline void vnni_group(const uint8_t* grp, const uint8_t* pan, int64_t nb, const PackedAct& x,
                        int64_t t0, int64_t nt, float* y, int64_t ldy, const uint8_t* next = nullptr,
                        size_t next_bytes = 0) {
-  SlicedFetch fetch(next, next_bytes, (nt - t0) / 8);
-  for (; t0 + 8 <= nt; t0 += 8) {
-    fetch.next_slice();
-    vnni_tile<P, 8>(grp, pan, nb, x, t0, y, ldy);
+  SlicedFetch fetch(next, next_bytes, (nt - t0) / (packed_split_halves(P::kType) ? 4 : 8));
+  // (the split types' second sums would not leave 8 tokens' registers: 4 at a time)
+  if constexpr (!packed_split_halves(P::kType))
+    for (; t0 + 8 <= nt; t0 += 8) {
+      fetch.next_slice();
+      vnni_tile<P, 8>(grp, pan, nb, x, t0, y, ldy);
+    }
+  for (; t0 + 4 <= nt; t0 += 4) {
+    if constexpr (packed_split_halves(P::kType)) fetch.next_slice();
+    vnni_tile<P, 4>(grp, pan, nb, x, t0, y, ldy);
   }
-  for (; t0 + 4 <= nt; t0 += 4) vnni_tile<P, 4>(grp, pan, nb, x, t0, y, ldy);
   const bool prefetch = t0 < nt && decode_prefetch(DecodeStream::Blocks);
   for (; t0 < nt; ++t0)
     x.tile == 1 ? vnni_tile<P, 1, 1>(grp, pan, nb, x, t0, y, ldy, prefetch)
@@ -474,6 +513,7 @@ PackedGemmFn packed_gemm_avx512(GgmlType t) {
   if (t == GgmlType::Q5_0) return &gemm_vnni<PQ5>;
   if (t == GgmlType::IQ4_NL) return &gemm_vnni<PIQ4>;
   if (t == GgmlType::MXFP4) return &gemm_vnni<PMX4>;
+  if (t == GgmlType::NVFP4) return &gemm_vnni<PNV4>;
   if (t == GgmlType::Q4_1) return &gemm_vnni<PQ41>;
   if (t == GgmlType::Q5_1) return &gemm_vnni<PQ51>;
   return packed_kq_gemm_avx512(t, false);
@@ -484,8 +524,9 @@ PackedGemmFn packed_gemm_amx(GgmlType t) {
   if (t == GgmlType::Q4_0) return &gemm_amx<PQ4>;
   if (t == GgmlType::Q5_0) return &gemm_amx<PQ5>;
   if (t == GgmlType::IQ4_NL) return &gemm_amx<PIQ4>;
-  // The _1 types: the AMX epilogue has no mins term; MXFP4: nor BF16 scales (the VNNI kernel).
-  if (packed_has_mins(t) || packed_bf16_scales(t)) return nullptr;
+  // The _1 types: the AMX epilogue has no mins term; MXFP4, NVFP4: nor their scales (the VNNI
+  // kernel).
+  if (packed_has_mins(t) || packed_bf16_scales(t) || packed_split_halves(t)) return nullptr;
   return packed_kq_gemm_avx512(t, true);
 }
 

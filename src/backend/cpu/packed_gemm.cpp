@@ -37,7 +37,7 @@ inline int quant(GgmlType t, const uint8_t* q, int r, int k) {
   const uint8_t v = q[64 * ((k % 16) / 4) + 4 * r + k % 4];
   const int u = k < 16 ? (v & 0x0F) : (v >> 4);
   if (t == GgmlType::IQ4_NL) return quant::kvalues_iq4nl[u] + 128;
-  if (t == GgmlType::MXFP4) return quant::kvalues_fp4[u] + 12;
+  if (t == GgmlType::MXFP4 || t == GgmlType::NVFP4) return quant::kvalues_fp4[u] + 12;
   if (t != GgmlType::Q5_0 && t != GgmlType::Q5_1) return u;
   const int bit = 4 * r + k % 4;
   return u | (((q[256 + 8 * (k / 4) + bit / 8] >> (bit % 8)) & 1) << 4);
@@ -52,6 +52,14 @@ inline float row_scale(GgmlType t, const uint8_t* sc, int r) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+// A packed NVFP4 scale code's value (repack.h: its F32 bits shifted, times 2^119).
+inline float ue4m3_scale(uint8_t code) {
+  const uint32_t bits = uint32_t(code) << 20;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f * kUe4m3Bias;
 }
 
 // Quant k (0..255) of row r in the K-quant super-block o (repack.h), unsigned (Q3_K: q + 4,
@@ -176,7 +184,7 @@ GgmlType packed_act_type(GgmlType wtype) {
 }
 
 void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, int64_t tile, uint8_t* row,
-                         bool keep_row, uint8_t* tq, float* d, int32_t* c, int16_t* tw, float* s) {
+                         bool keep_row, uint8_t* tq, float* d, int32_t* c, int16_t* tw, float* s, int32_t* ch) {
   const size_t i = act_index(t, 0, nb, tile);
   const Q8TilesFn f = active_isa() >= Isa::Avx512 ? quantize_q8_0_avx512() : nullptr;
   if (packed_has_mins(wtype)) {
@@ -190,6 +198,14 @@ void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, 
     quantize_act_q8_0(x, reinterpret_cast<quant::block_q8_0*>(row), nb * 32);
     sums_scalar(packed_offset(wtype), row, nb, tile, tq + 32 * i, d + i, c + i);
   }
+  if (ch)  // the split types: c's correction parted between the block's halves
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t k = i + size_t(b * tile);
+      int32_t sum = 0;
+      for (int e = 16; e < 32; ++e) sum += int8_t(tq[32 * k + size_t(e)]);
+      ch[k] = -packed_offset(wtype) * sum;
+      c[k] -= ch[k];
+    }
   if (tw)
     for (int64_t b = 0; b < nb; ++b) {
       const size_t k = 32 * (i + size_t(b * tile));
@@ -214,7 +230,7 @@ void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int
   }
   const size_t qb = packed_quant_bytes(wtype), hb = packed_head_bytes(wtype);
   const size_t gb = packed_group_bytes(wtype, nb * 32);
-  const bool mins = packed_has_mins(wtype);
+  const bool mins = packed_has_mins(wtype), split = packed_split_halves(wtype);
   for (int64_t g = 0; g < n_groups; ++g) {
     const uint8_t* grp = wp + size_t(g) * gb;
     for (int64_t t = 0; t < nt; ++t) {
@@ -224,9 +240,17 @@ void packed_gemm_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int
           const uint8_t* q = grp + packed_quants_at(qb, b, hb);
           const size_t i = act_index(t, b, nb, x.tile);
           const int8_t* xq = reinterpret_cast<const int8_t*>(x.tq + 32 * i);
+          const uint8_t* sc = grp + packed_scales_at(qb, b, hb);
+          if (split) {  // columns 0-15, then 16-31, each with its own scale and correction
+            for (int h = 0; h < 2; ++h) {
+              int32_t s = h ? x.ch[i] : x.c[i];
+              for (int k = 16 * h; k < 16 * h + 16; ++k) s += quant(wtype, q, r, k) * xq[k];
+              acc = std::fma(float(s), ue4m3_scale(sc[16 * h + r]) * x.d[i], acc);
+            }
+            continue;
+          }
           int32_t s = x.c[i];
           for (int k = 0; k < 32; ++k) s += quant(wtype, q, r, k) * xq[k];
-          const uint8_t* sc = grp + packed_scales_at(qb, b, hb);
           acc = std::fma(float(s), row_scale(wtype, sc, r) * x.d[i], acc);
           if (mins) {  // + m x s: the block's min times its activations' sum
             uint16_t h;

@@ -4,6 +4,8 @@
 // Every path computes, per output (row r, token t), the exact integer dot product of each
 // 32-element block, corrects it for the weights' offset, and accumulates in block order
 //   acc = fma(float(isum_b - offset * sum(x_b)), d_w[r][b] * d_x[t][b], acc)
+// (NVFP4, packed_split_halves: the same step for the block's columns 0-15, then for 16-31, each
+// with its own d_w)
 // (the K-quants: per super-block the exact integer sums, then the float steps of their
 // GGUF-layout kernels) so the scalar, AVX-512 VNNI and AMX kernels give bit-identical results.
 #pragma once
@@ -80,6 +82,10 @@ struct PackedAct {
   // The _1 types (Q8_1 activations): each block's s (Q8_1's F16 d x sum(q), as a float), laid
   // out as d; nullptr otherwise.
   const float* s = nullptr;
+  // The types of two 16-column halves a block (packed_split_halves): the offset correction of
+  // each block's columns 16-31, laid out as c, whose own correction is then of columns 0-15 only;
+  // nullptr otherwise.
+  const int32_t* ch = nullptr;
 };
 
 GgmlType packed_act_type(GgmlType wtype);
@@ -112,10 +118,10 @@ constexpr int packed_prefetch(GgmlType t) { return t == GgmlType::Q5_0 ? 8192 : 
 // (packed_act_type's) is left in `row` when keep_row (the GGUF-layout kernels read rows);
 // otherwise `row` is scratch that the AVX-512 path does not touch.
 // tw (when not null): the tile's quants also widened to int16 (PackedAct::tw); s: the _1 types'
-// PackedAct::s.
+// PackedAct::s; ch: the split types' PackedAct::ch (c then corrects columns 0-15).
 void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, int64_t tile, uint8_t* row,
                          bool keep_row, uint8_t* tq, float* d, int32_t* c, int16_t* tw = nullptr,
-                         float* s = nullptr);
+                         float* s = nullptr, int32_t* ch = nullptr);
 // Whether packed_gemm(wtype, isa)'s kernel wants PackedAct::tw for nt tokens.
 bool packed_wide_act(GgmlType wtype, Isa isa, int64_t nt);
 

@@ -21,7 +21,7 @@ size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
 
 int packed_offset(GgmlType type) {
   if (packed_has_mins(type)) return 0;
-  if (type == GgmlType::MXFP4) return 12;
+  if (type == GgmlType::MXFP4 || type == GgmlType::NVFP4) return 12;
   return type == GgmlType::Q8_0 || type == GgmlType::IQ4_NL ? 128 : type == GgmlType::Q5_0 ? 16 : 8;
 }
 
@@ -83,6 +83,30 @@ void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
     if (mins) std::memset(out + packed_scales_at(qb, nb, hb) + 64, 0, 32);
     std::memset(out + packed_quants_at(qb, nb, hb), 0, qb);
   }
+}
+
+// One NVFP4 group: each GGUF block of 64 is a pair of 32-column blocks. Its sub-block s's 16
+// codes are 8 bytes, elements 0-7 in the low nibbles and 8-15 in the high ones; block b's
+// column t < 16 is element t of sub-block 2 (b % 2), column 16 + t element t of the next one,
+// and Q4_0's byte t holds columns t and 16 + t.
+void pack_group_nvfp4(const WeightView& w, int64_t r0, uint8_t* out) {
+  const int64_t nb = w.cols / 32;  // even: NVFP4 rows are whole blocks of 64
+  constexpr uint64_t m4 = 0x0F0F0F0F0F0F0F0FULL;
+  for (int r = 0; r < kPackRows; ++r)
+    for (int64_t p = 0; p < nb / 2; ++p) {
+      const auto& blk = reinterpret_cast<const quant::block_nvfp4*>(w.data + size_t(r0 + r) * w.row_bytes)[p];
+      uint8_t* pair = out + size_t(p) * packed_pair_bytes(256);
+      // (ggml reads a code's low 7 bits, and 0x7F as 0: 0xFF is 0x7F's 240)
+      for (int s = 0; s < 4; ++s) pair[16 * s + r] = blk.d[s] == 0x7F ? 0 : blk.d[s] & 0x7F;
+      for (int h = 0; h < 2; ++h) {
+        uint64_t a, c;
+        std::memcpy(&a, blk.qs + 16 * h, 8);
+        std::memcpy(&c, blk.qs + 16 * h + 8, 8);
+        const uint64_t lo = (a & m4) | ((c & m4) << 4), hi = ((a >> 4) & m4) | (c & ~m4);
+        uint8_t* q = pair + 64 + 256 * size_t(h);
+        for (int k = 0; k < 4; ++k) store4(q + 64 * k + 4 * r, uint32_t(k < 2 ? lo >> (32 * k) : hi >> (32 * (k - 2))));
+      }
+    }
 }
 
 inline U32x4 load16(const uint8_t* p) {
@@ -230,6 +254,7 @@ void pack_weight(const WeightView& w, uint8_t* out) {
       case GgmlType::Q5_K: pack_kgroup<GgmlType::Q5_K>(w, r0, o); break;
       case GgmlType::Q6_K: pack_kgroup<GgmlType::Q6_K>(w, r0, o); break;
       case GgmlType::IQ4_XS: pack_kgroup<GgmlType::IQ4_XS>(w, r0, o); break;
+      case GgmlType::NVFP4: pack_group_nvfp4(w, r0, o); break;
       default: pack_group(w, r0, o);
     }
   });

@@ -10,8 +10,8 @@
 //
 // Group layout (64-byte aligned, packed_group_bytes apart), in pairs of blocks: 64 bytes of
 // F16 row scales (the 16 rows' d of the pair's first block, then of its second; MXFP4's as BF16,
-// packed_bf16_scales; the _1 types: then 64 bytes of their m likewise), then the two blocks'
-// quants (Q8_0: 512 bytes each; Q4_0, Q4_1, IQ4_NL and MXFP4: 256 bytes whose low nibbles are
+// packed_bf16_scales; NVFP4's as UE4M3 codes, packed_split_halves; the _1 types: then 64 bytes of their m likewise), then the two blocks'
+// quants (Q8_0: 512 bytes each; Q4_0, Q4_1, IQ4_NL, MXFP4 and NVFP4: 256 bytes whose low nibbles are
 // columns 0-15 of the block and high nibbles
 // 16-31, exactly as in the GGUF block; Q5_0, Q5_1: those 256 bytes, then
 // per chunk of 4 columns a 64-bit mask of the fifth bits, bit 4 r + j for column j of row r);
@@ -32,7 +32,7 @@ namespace minfer::cpu {
 
 constexpr int64_t kPackRows = 16;
 
-// Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4 (rows of
+// Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, NVFP4 (rows of
 // whole 32-blocks) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (whole 256-blocks) with at least 16 rows. Only whole
 // groups are packed (rows / 16 of them); matmul computes the last rows % 16 rows from the GGUF
 // layout.
@@ -49,7 +49,8 @@ constexpr int64_t packed_block_cols(GgmlType type) { return packed_kquant(type) 
 // 320); 0 when not packable.
 constexpr size_t packed_quant_bytes(GgmlType type) {
   return type == GgmlType::Q8_0 ? 512
-         : type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::IQ4_NL || type == GgmlType::MXFP4
+         : type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::IQ4_NL || type == GgmlType::MXFP4 ||
+                 type == GgmlType::NVFP4
              ? 256
          : type == GgmlType::Q5_0 || type == GgmlType::Q5_1 ? 320
                                                             : 0;
@@ -57,6 +58,14 @@ constexpr size_t packed_quant_bytes(GgmlType type) {
 // MXFP4's scales are powers of two, 2^(e - 128) for its E8M0 byte e: beyond F16's range, each
 // exact in BF16 (2^-128 and 2^-127 as its subnormals), whose conversion to F32 is a 16-bit shift.
 constexpr bool packed_bf16_scales(GgmlType type) { return type == GgmlType::MXFP4; }
+// NVFP4: a scale per 16 columns, so a 32-column block is two halves, each with its own scale
+// and its own offset correction (PackedAct::ch). Its pair's scale line holds the 4 sub-blocks'
+// UE4M3 codes as bytes [sub-block][row] (their low 7 bits, as ggml reads them; 0x7F, which it
+// reads as 0, stored as 0); as an F32's
+// bits shifted left by 20 a code is its value times 2^-119 (subnormal codes too), so the kernels
+// widen, shift and multiply by 2^119 (exact: a power of two).
+constexpr bool packed_split_halves(GgmlType type) { return type == GgmlType::NVFP4; }
+constexpr float kUe4m3Bias = 0x1p119f;
 // The _1 types (a min per block: x = d q + m) carry their blocks' mins beside the scales.
 constexpr bool packed_has_mins(GgmlType type) { return type == GgmlType::Q4_1 || type == GgmlType::Q5_1; }
 // Bytes of a pair's scale line(s): the two blocks' d (F16 x 16 rows each), then for the _1
@@ -146,9 +155,9 @@ constexpr size_t packed_group_bytes(GgmlType type, int64_t cols) {
 }
 size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols);
 
-// Offset the packed quants of the _0 types carry (Q8_0 128, Q4_0 8, Q5_0 16, IQ4_NL 128 and
-// MXFP4 12: their tables' values + 128 (+ 12) once the kernels have looked them up); the _1
-// types' quants are their values (0). MXFP4's values + 12 (0..24) stay unsigned bytes whose
+// Offset the packed quants of the _0 types carry (Q8_0 128, Q4_0 8, Q5_0 16, IQ4_NL 128, MXFP4
+// and NVFP4 12: their tables' values + 128 (+ 12) once the kernels have looked them up); the _1
+// types' quants are their values (0). The FP4 values + 12 (0..24) stay unsigned bytes whose
 // maddubs pairs AVX2 may sum over 4 chunks in int16 (4 x 2 x 24 x 127 < 2^15).
 int packed_offset(GgmlType type);
 

@@ -15,6 +15,7 @@ enum class ScratchSlot : int {
   MatmulActSums,          // kernels_matmul: per-block offset corrections (packed path)
   MatmulActWide,          // kernels_matmul: the activation tiles widened to int16 (packed path)
   MatmulActMins,          // kernels_matmul: the _1 types' per-block activation sums (packed path)
+  MatmulActHalves,        // kernels_matmul: the split types' second-half corrections (packed path)
   SwigluGate,             // kernels_matmul: a work item's gate and up products (matmul_swiglu)
   SwigluUp,
   PackedPanel,            // packed kernels: a group's quants decoded once per call
