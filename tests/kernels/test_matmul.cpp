@@ -228,7 +228,7 @@ TEST(Matmul, RejectsTypesWithoutKernel) {
 namespace minfer::cpu {
 namespace {
 
-// The K-quant and 256-block i-quant SIMD tiles sum integers per super-block and then take the
+// The K-quant, 256-block i-quant and ternary SIMD tiles sum integers per super-block and then take the
 // scalar kernel's float steps in the same order: their results must be bit-identical, not
 // merely close.
 TEST(MatmulIsa, KQuantFastPathsAreBitIdenticalToScalar) {
@@ -236,7 +236,8 @@ TEST(MatmulIsa, KQuantFastPathsAreBitIdenticalToScalar) {
   // (on AMX) and a tail; 130: matmul's two token blocks (kTokenBlock 128) of the GGUF-layout tiles.
   for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
                      GgmlType::IQ4_XS, GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
-                     GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ1_S, GgmlType::IQ1_M})
+                     GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ1_S, GgmlType::IQ1_M, GgmlType::TQ1_0,
+                     GgmlType::TQ2_0})
    for (int64_t nt : {1, 2, 6, 35, 130}) {
     std::mt19937 rng(21);
     const int64_t rows = 19, cols = 768;

@@ -2010,6 +2010,9 @@ DotTileFn dot_tile_avx512(GgmlType t) {
     case GgmlType::IQ2_XS:
     case GgmlType::IQ2_S:
     case GgmlType::IQ1_M: return kq_gemm<Off128Sub16Panel>;
+    // The ternary types: the 256-bit tiles and offset rows (simd_tiles.h).
+    case GgmlType::TQ1_0: return &iqlat_gemm<DecTq1>;
+    case GgmlType::TQ2_0: return &iqlat_gemm<DecTq2>;
     default: return nullptr;
   }
 }

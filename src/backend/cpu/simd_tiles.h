@@ -888,6 +888,70 @@ struct DecIq4xs {  // d, scales_h, scales_l[4], qs[128]
   }
 };
 
+// The ternary types in the same terms: values t - 1 (-1, 0, 1; TQ2_0's unused code 3 reads as 2,
+// as in ggml), no scales (1), kFinal 1: the scalar float step (d_w x d_x) x isum per super-block.
+struct DecTq2 {  // qs[64]: element 128 j + 32 l + m at bits 2 l of qs[32 j + m]; then d
+  static constexpr size_t kBytes = 66;
+  static constexpr float kFinal = 1.0f;
+  static constexpr int kMaxAbs = 2;
+  static float d(const uint8_t* wb) { return f16(wb + 64); }
+  static IqSub sub(const uint8_t* wb, int ib) {
+    const __m256i q = _mm256_loadu_si256((const __m256i*)(wb + 32 * (ib / 4)));
+    const __m256i t = _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * (ib % 4))), _mm256_set1_epi8(3));
+    const __m256i v = _mm256_sub_epi8(t, _mm256_set1_epi8(1));
+    return {_mm256_sign_epi8(v, v), v, _mm256_set1_epi16(1)};
+  }
+};
+// TQ1_0: qs[48], qh[4], d. Trit n of a byte q is (uint8(q 3^n) x 3) >> 8 (quant::tq1_trit):
+// elements 0-159 are trit n of qs[0..31] (block n), 160-239 trit n of qs[32..47] (16 a trit),
+// 240-255 trit n of qh[0..3] (4 a trit). q 3^n by byte adds and masked shifts (9 q = (8 q & 0xF8
+// a byte) + q), then the top two bits of 3/4 of it by two byte averages (ggml's steps; equal to
+// the formula for every byte, checked exhaustively).
+struct DecTq1 {
+  static constexpr size_t kBytes = 54;
+  static constexpr float kFinal = 1.0f;
+  static constexpr int kMaxAbs = 1;
+  static float d(const uint8_t* wb) { return f16(wb + 52); }
+  static __m256i x3(__m256i q) { return _mm256_add_epi8(q, _mm256_add_epi8(q, q)); }
+  static __m256i x9(__m256i q) {
+    return _mm256_add_epi8(_mm256_and_si256(_mm256_slli_epi16(q, 3), _mm256_set1_epi8(char(0xF8))), q);
+  }
+  static __m256i pow3(__m256i q, int n) {  // q 3^n, a byte at a time (mod 256)
+    switch (n) {
+      case 0: return q;
+      case 1: return x3(q);
+      case 2: return x9(q);
+      case 3: return x9(x3(q));
+      default: return x9(x9(q));
+    }
+  }
+  static __m256i trit(__m256i p) {  // (p x 3) >> 8 a byte
+    const __m256i a = _mm256_subs_epu8(p, _mm256_set1_epi8(1));
+    const __m256i c = _mm256_avg_epu8(a, _mm256_avg_epu8(a, _mm256_setzero_si256()));
+    return _mm256_and_si256(_mm256_srli_epi16(c, 6), _mm256_set1_epi8(3));
+  }
+  static IqSub sub(const uint8_t* wb, int ib) {
+    __m256i p;
+    if (ib < 5) {
+      p = pow3(_mm256_loadu_si256((const __m256i*)wb), ib);
+    } else {
+      const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(wb + 32)));
+      if (ib < 7) {
+        p = _mm256_blend_epi32(pow3(b, 2 * (ib - 5)), pow3(b, 2 * (ib - 5) + 1), 0xF0);
+      } else {  // trit 4 of qs[32..47], then byte k: qh[k % 4] 3^(k / 4)
+        int32_t qh;
+        __builtin_memcpy(&qh, wb + 48, 4);
+        const __m128i h = _mm_set1_epi32(qh), c = _mm_setr_epi16(1, 1, 3, 3, 9, 9, 27, 27);
+        const __m128i lo = _mm_and_si128(_mm_mullo_epi16(h, c), _mm_set1_epi16(0x00FF));
+        const __m128i hi = _mm_mullo_epi16(_mm_and_si128(h, _mm_set1_epi16(short(0xFF00))), c);
+        p = _mm256_set_m128i(_mm_or_si128(lo, hi), _mm256_castsi256_si128(pow3(b, 4)));
+      }
+    }
+    const __m256i v = _mm256_sub_epi8(trit(p), _mm256_set1_epi8(1));
+    return {_mm256_sign_epi8(v, v), v, _mm256_set1_epi16(1)};
+  }
+};
+
 // A super-block's decoder: D::Sb where the type prepares its super-blocks, else D::sub per block.
 template <class D>
 struct PlainSb {
