@@ -313,7 +313,8 @@ constexpr Iq4Table kIq4Offset128;
 // The i-quants: signed values stored + 128 (unsigned for vpdpbusd; Q8KSums::off128_* takes the
 // 128 back), integer scales per sub-block, one float d (the lattice types' final 1/8 or 1/4
 // folded in: a power of two, so the products and sums round as the scalar path's), no mins.
-// Off128Panel: 8 sub-blocks of 32 (IQ4_XS, IQ2_XXS, IQ3_XXS, IQ3_S, IQ1_S); Off128Sub16Panel:
+// Off128Panel: 8 sub-blocks of 32 (IQ4_XS, IQ2_XXS, IQ3_XXS, IQ3_S, IQ1_S, and with scales of 1
+// the ternary TQ1_0, TQ2_0); Off128Sub16Panel:
 // 16 of 16 (IQ2_XS, IQ2_S, IQ1_M, whose scales are per 16 columns).
 struct Off128Panel {
   static constexpr size_t kBlock = kQuantBytes + 8 * 64 + 64;  // quants, sc[8], d
@@ -419,6 +420,8 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
       const float d = type == GgmlType::IQ2_XXS   ? lattice_panel_row<DecIq2xxs>(lb, q, sc16)
                       : type == GgmlType::IQ3_XXS ? lattice_panel_row<DecIq3xxs>(lb, q, sc16)
                       : type == GgmlType::IQ3_S   ? lattice_panel_row<DecIq3s>(lb, q, sc16)
+                      : type == GgmlType::TQ1_0   ? lattice_panel_row<DecTq1>(lb, q, sc16)
+                      : type == GgmlType::TQ2_0   ? lattice_panel_row<DecTq2>(lb, q, sc16)
                                                   : lattice_panel_row<DecIq1s>(lb, q, sc16);
       for (int j = 0; j < 8; ++j) sc[16 * j + r] = sc16[2 * j];  // (one scale per 32 columns)
       reinterpret_cast<float*>(pb + kQuantBytes + 8 * 64)[r] = d;
@@ -1153,6 +1156,98 @@ void iq4xs_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_
   for (int64_t r = 0; r < nr; ++r) y[r] = iq4xs_gemv_row(w + size_t(r) * ws, nsb, x, act);
 }
 
+// ---- The ternary types, one token --------------------------------------------------------------
+// A super-block's values t (0..2; the scalar kernel's are t - 1) as 4 zmm of unsigned bytes, each
+// against 64 of the token's quants by one vpdpbusd: sum(t x) - sum(x) is the scalar kernel's
+// integer sum, then its float step. Where the 256-bit tiles took ~20 instructions a 32-column
+// block (the values decoded a block at a time, sign form), this is ~60 a super-block.
+
+// The token's quants of a super-block in the order of the value vectors (TQ2_0's vector l holds
+// columns 32 l.. and 128 + 32 l..; TQ1_0's are in order), their sum and d.
+struct TqAct {
+  alignas(64) int8_t x[256];
+  int32_t sum;
+  float d;
+};
+template <class D>
+void tq_prep(const uint8_t* xb, TqAct* a) {
+  const int8_t* q = q8k_qs(xb);
+  for (int l = 0; l < 4; ++l) {
+    const int lo = std::is_same_v<D, DecTq2> ? 32 * l : 64 * l, hi = std::is_same_v<D, DecTq2> ? 128 + 32 * l : 64 * l + 32;
+    __builtin_memcpy(a->x + 64 * l, q + lo, 32);
+    __builtin_memcpy(a->x + 64 * l + 32, q + hi, 32);
+  }
+  int32_t sum = 0;
+  for (int j = 0; j < 16; ++j) sum += q8k_bsum(xb, j);
+  a->sum = sum;
+  a->d = q8k_d(xb);
+}
+
+// Bytes of v times per-16-bit-lane constants m, each product's low 8 bits (no byte multiply).
+inline __m512i mul_bytes(__m512i v, __m512i m) {
+  const __m512i lo = _mm512_and_si512(_mm512_mullo_epi16(v, m), _mm512_set1_epi16(0x00FF));
+  return _mm512_or_si512(lo, _mm512_mullo_epi16(_mm512_and_si512(v, _mm512_set1_epi16(short(0xFF00))), m));
+}
+// Per 128-bit lane k the multiplier m[k] in every 16-bit lane (m[3] < 0: TQ1_0's qh lane, bytes
+// 4 n .. 4 n + 3 times 3^n).
+inline __m512i lane_multipliers(int m0, int m1, int m2, int m3) {
+  const __m128i last = m3 < 0 ? _mm_setr_epi16(1, 1, 3, 3, 9, 9, 27, 27) : _mm_set1_epi16(short(m3));
+  __m512i v = _mm512_castsi128_si512(_mm_set1_epi16(short(m0)));
+  v = _mm512_inserti32x4(v, _mm_set1_epi16(short(m1)), 1);
+  v = _mm512_inserti32x4(v, _mm_set1_epi16(short(m2)), 2);
+  return _mm512_inserti32x4(v, last, 3);
+}
+// (p x 3) >> 8 a byte: DecTq1::trit's steps.
+inline __m512i trit512(__m512i p) {
+  const __m512i a = _mm512_subs_epu8(p, _mm512_set1_epi8(1));
+  const __m512i c = _mm512_avg_epu8(a, _mm512_avg_epu8(a, _mm512_setzero_si512()));
+  return _mm512_and_si512(_mm512_srli_epi16(c, 6), _mm512_set1_epi8(3));
+}
+
+template <class D>
+inline float tq_gemv_row(const uint8_t* wr, int64_t nsb, const TqAct* act) {
+  float s = 0.0f;
+  [[maybe_unused]] const __m512i mA = lane_multipliers(1, 1, 3, 3), mB = lane_multipliers(9, 9, 27, 27),
+                                 mC = lane_multipliers(81, 81, 1, 3), mD = lane_multipliers(9, 27, 81, -1);
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* wb = wr + size_t(b) * D::kBytes;
+    const TqAct& a = act[b];
+    __m512i t[4];
+    if constexpr (std::is_same_v<D, DecTq2>) {
+      const __m512i q = _mm512_loadu_si512(wb);
+      for (int l = 0; l < 4; ++l) t[l] = _mm512_and_si512(_mm512_srli_epi16(q, 2 * l), _mm512_set1_epi8(3));
+    } else {
+      // Elements 64 v .. 64 v + 63 in vector v: trits 0, 1 of qs[0..31]; 2, 3; 4 and then trits 0,
+      // 1 of qs[32..47]; trits 2, 3, 4 of qs[32..47] and the 16 of qh (byte 4 n + j: qh[j] 3^n).
+      const __m256i q0 = _mm256_loadu_si256((const __m256i*)wb);
+      const __m128i q1 = _mm_loadu_si128((const __m128i*)(wb + 32));
+      int32_t qh;
+      __builtin_memcpy(&qh, wb + 48, 4);
+      const __m512i ab = _mm512_broadcast_i64x4(q0);
+      const __m512i c = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi256_si512(q0), q1, 2), q1, 3);
+      const __m512i d = _mm512_inserti32x4(_mm512_broadcast_i32x4(q1), _mm_set1_epi32(qh), 3);
+      t[0] = trit512(mul_bytes(ab, mA));
+      t[1] = trit512(mul_bytes(ab, mB));
+      t[2] = trit512(mul_bytes(c, mC));
+      t[3] = trit512(mul_bytes(d, mD));
+    }
+    const __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), t[0], _mm512_load_si512(a.x));
+    const __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), t[1], _mm512_load_si512(a.x + 64));
+    const __m512i s2 = _mm512_dpbusd_epi32(s0, t[2], _mm512_load_si512(a.x + 128));
+    const __m512i s3 = _mm512_dpbusd_epi32(s1, t[3], _mm512_load_si512(a.x + 192));
+    s += (D::d(wb) * a.d) * float(_mm512_reduce_add_epi32(_mm512_add_epi32(s2, s3)) - a.sum);
+  }
+  return D::kFinal * s;
+}
+
+template <class D>
+void tq_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, float* y) {
+  const int64_t nsb = n / 256;
+  auto* act = reinterpret_cast<TqAct*>(scratch(0, size_t(nsb) * sizeof(TqAct)));
+  for (int64_t b = 0; b < nsb; ++b) tq_prep<D>(x + b * kQ8KBytes, act + b);
+  for (int64_t r = 0; r < nr; ++r) y[r] = tq_gemv_row<D>(w + size_t(r) * ws, nsb, act);
+}
+
 template <class K>
 void kq_gemv(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, float* y) {
   const int64_t nsb = n / 256;
@@ -1180,6 +1275,10 @@ void kq_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, 
         iqlat_gemv_masked<DecIq3xxs>(n, w, ws, nr, x, y);
       else if (type == GgmlType::IQ3_S)
         iqlat_gemv_masked<DecIq3s>(n, w, ws, nr, x, y);
+      else if (type == GgmlType::TQ1_0)
+        tq_gemv<DecTq1>(n, w, ws, nr, x, y);
+      else if (type == GgmlType::TQ2_0)
+        tq_gemv<DecTq2>(n, w, ws, nr, x, y);
       else  // IQ1 (its signs are in its values): the 256-bit tiles (a 512-bit row measured slower)
         dot_tile_avx2(type)(type, n, w, ws, nr, x, xs, 1, y, ldy);
     }
@@ -2010,9 +2109,9 @@ DotTileFn dot_tile_avx512(GgmlType t) {
     case GgmlType::IQ2_XS:
     case GgmlType::IQ2_S:
     case GgmlType::IQ1_M: return kq_gemm<Off128Sub16Panel>;
-    // The ternary types: the 256-bit tiles and offset rows (simd_tiles.h).
-    case GgmlType::TQ1_0: return &iqlat_gemm<DecTq1>;
-    case GgmlType::TQ2_0: return &iqlat_gemm<DecTq2>;
+    // The ternary types: prompts on the offset panels (scales 1), one token tq_gemv.
+    case GgmlType::TQ1_0:
+    case GgmlType::TQ2_0: return kq_gemm<Off128Panel>;
     default: return nullptr;
   }
 }
