@@ -119,3 +119,21 @@ void dequantize_tq2_0(const block_tq2_0* x, float* y, int64_t k) {
 }
 
 }  // namespace minfer::quant::ref
+
+namespace minfer::quant {
+
+void tq1_0_to_tq2_0(const void* src, void* dst, int64_t nb) {
+  const auto* x = static_cast<const block_tq1_0*>(src);
+  auto* y = static_cast<block_tq2_0*>(dst);
+  for (int64_t i = 0; i < nb; ++i) {
+    block_tq2_0 b{};
+    // element e = 128 j + 32 l + m: code t = value + 1 at bits 2 l of qs[32 j + m]
+    tq1_0_for_each(x[i], [&](int e, int v) {
+      b.qs[32 * (e / 128) + e % 32] = uint8_t(b.qs[32 * (e / 128) + e % 32] | ((v + 1) << (2 * ((e / 32) % 4))));
+    });
+    b.d = x[i].d;
+    y[i] = b;
+  }
+}
+
+}  // namespace minfer::quant

@@ -39,4 +39,8 @@ void quantize_row_unchecked(GgmlType t, const float* src, void* dst, int64_t n,
                             const float* imatrix = nullptr);
 void dequantize_row_unchecked(GgmlType t, const void* src, float* dst, int64_t n);
 
+// nb TQ1_0 blocks rewritten as TQ2_0 blocks of the same values and d: each TQ1_0 value t - 1 (a
+// trit t) is TQ2_0's code t. Exact: both formats' dot products are (d_w x d_x) x sum((t - 1) x).
+void tq1_0_to_tq2_0(const void* src, void* dst, int64_t nb);
+
 }  // namespace minfer::quant

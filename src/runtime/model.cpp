@@ -36,17 +36,21 @@ ModelWeights::ModelWeights(const models::TensorTable& t, bool repack, bool verbo
     cpu::WeightView view;
     size_t offset, bytes;
     bool pack;
+    GgmlType held;  // the type the copy holds (weights_converted_at_load)
   };
   std::vector<Job> jobs;
   size_t total = 0;
   for (const models::TensorRef& r : t.all()) {
     if (r.name == "token_embd.weight" && !tied) continue;
     if (r.ne[1] <= 1 || r.ne[2] != 1 || r.ne[3] != 1) continue;  // (vectors: norms, biases)
-    Job j{&r, {}, total, refs_[r.name].nbytes, false};
+    Job j{&r, {}, total, refs_[r.name].nbytes, false, cpu::weights_converted_at_load(r.type)};
     if (cpu::packable(r.type, r.ne[1], r.ne[0]) && cpu::weights_repacked_at_load(r.type)) {
       j.view = cpu::make_weight_view(r.name, r.type, r.data, r.ne);
       j.bytes = cpu::packed_bytes(r.type, j.view.rows, j.view.cols);
       j.pack = true;
+    } else if (j.held != r.type) {
+      j.view = cpu::make_weight_view(r.name, r.type, r.data, r.ne);
+      j.bytes = row_size(j.held, r.ne[0]) * size_t(j.view.rows);
     }
     jobs.push_back(j);
     total += (j.bytes + 63) / 64 * 64;
@@ -71,6 +75,13 @@ ModelWeights::ModelWeights(const models::TensorTable& t, bool repack, bool verbo
       w.packed = dst;
       packed_bytes_ += j.bytes;
       ++n_packed_;
+    } else if (j.held != r.type) {
+      cpu::convert_weight(j.view, j.held, dst);
+      w.type = j.held;
+      w.data = dst;
+      w.nbytes = j.bytes;
+      copied_bytes_ += j.bytes;
+      ++n_copied_;
     } else {
       cpu::copy_weight(r.data, j.bytes, dst);
       w.data = dst;
@@ -81,11 +92,13 @@ ModelWeights::ModelWeights(const models::TensorTable& t, bool repack, bool verbo
     // footprint near one copy (a fallback to the GGUF-layout kernels maps them again). A packed
     // embedding's rows (get_rows) and the rows past a packed matrix's last group are read there.
     const bool whole = !j.pack || (r.name != "token_embd.weight" && j.view.rows % cpu::kPackRows == 0);
-    if (release && whole) release(r.data, w.nbytes);
+    if (release && whole) release(r.data, row_size(r.type, r.ne[0]) * size_t(r.ne[1] * r.ne[2] * r.ne[3]));
     if (verbose)
-      std::fprintf(stderr, "%s %s: %s %lld x %lld -> %s (%.1f MiB)\n", j.pack ? "repacked" : "copied",
-                   r.name.c_str(), std::string(type_name(r.type)).c_str(), (long long)r.ne[1],
-                   (long long)r.ne[0], j.pack ? "x16 rows" : "huge pages", double(j.bytes) / 1048576.0);
+      std::fprintf(stderr, "%s %s: %s %lld x %lld -> %s (%.1f MiB)\n",
+                   j.pack ? "repacked" : j.held != r.type ? "converted" : "copied", r.name.c_str(),
+                   std::string(type_name(r.type)).c_str(), (long long)r.ne[1], (long long)r.ne[0],
+                   j.pack ? "x16 rows" : j.held != r.type ? std::string(type_name(j.held)).c_str() : "huge pages",
+                   double(j.bytes) / 1048576.0);
   }
 }
 

@@ -454,6 +454,23 @@ TEST(QuantKnown, DequantNewFormatsByHand) {
             (std::vector<float>{2, -2, 0, 0, -2}));
 }
 
+// The load-time TQ1_0 -> TQ2_0 rewrite (quant::tq1_0_to_tq2_0) keeps every value and d: blocks
+// of random bytes (bytes 243-255 too, which no quantizer writes but ggml reads) dequantize alike.
+TEST(QuantKnown, Tq1_0RewrittenAsTq2_0KeepsEveryValue) {
+  std::mt19937 rng(3);
+  std::vector<block_tq1_0> t1(6);
+  for (auto& b : t1) {
+    for (auto& q : b.qs) q = uint8_t(rng());
+    for (auto& q : b.qh) q = uint8_t(rng());
+    b.d = uint16_t(0x3000 + rng() % 0x1000);
+  }
+  t1[0].qs[0] = 255, t1[0].qh[3] = 243;
+  std::vector<block_tq2_0> t2(t1.size());
+  quant::tq1_0_to_tq2_0(t1.data(), t2.data(), int64_t(t1.size()));
+  const int64_t n = int64_t(t1.size()) * 256;
+  EXPECT_EQ(deq(GgmlType::TQ2_0, t2.data(), n), deq(GgmlType::TQ1_0, t1.data(), n));
+}
+
 TEST(QuantKnown, DequantHalfTypes) {
   const uint16_t f16[4] = {0x3C00, 0xC000, 0x0001, 0x7BFF};  // 1, -2, smallest subnormal, max
   auto y = deq(GgmlType::F16, f16, 4);

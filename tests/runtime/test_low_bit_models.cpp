@@ -1,4 +1,4 @@
-// The weight formats llama.cpp added in 2025-26 (Q1_0, Q2_0, MXFP4, NVFP4) in whole models, end
+// The weight formats llama.cpp added in 2024-26 (Q1_0, Q2_0, MXFP4, NVFP4, TQ1_0, TQ2_0) in whole models, end
 // to end against llama.cpp (oracle_logprobs.h): tiny presets written by gen-model with every
 // matrix (and the tied embedding) in the format and Qwen's tokenizer, as given to the oracle.
 // minfer and llama.cpp agreed to 1e-6 on these files (Q1_0 on the qwen3 preset differs from
@@ -10,6 +10,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "backend/cpu/kernel_info.h"
 #include "common/test_data.h"
 #include "oracle_logprobs.h"
 #include "runtime/model.h"
@@ -62,6 +63,26 @@ TEST(LowBitModels, Nvfp4MatchesLlamaCpp) {
                                {{4, {{58761, -3.318890}, {57169, -3.949679}, {12257, -4.028717}}},
                                 {11, {{70708, -4.287838}, {150144, -4.523020}, {49060, -4.773895}}},
                                 {19, {{72033, -3.173219}, {116674, -4.271917}, {37450, -4.334764}}}});
+}
+
+// The ternary types on the tiny-llama preset (TQ rows are whole blocks of 256: its widths are
+// 256 and 768), generated from the same weights, so llama.cpp prints the same log-probs for both.
+// Loaded with the SIMD kernels, TQ1_0's matrices are held as TQ2_0 (weights_converted_at_load).
+const std::vector<test::OracleTop> kTernaryTop = {
+    {4, {{99278, -2.972924}, {92292, -3.570277}, {30016, -3.678857}}},
+    {11, {{82418, -3.625118}, {10613, -3.719911}, {117578, -4.302601}}},
+    {19, {{102493, -2.607946}, {19242, -2.851590}, {21990, -4.044556}}}};
+
+TEST(LowBitModels, Tq1_0MatchesLlamaCpp) {
+  MINFER_REQUIRE_SHARED();
+  const auto m = generated("tiny-llama", GgmlType::TQ1_0);
+  EXPECT_EQ(m->weights().get("blk.0.ffn_up.weight").type, cpu::weights_converted_at_load(GgmlType::TQ1_0));
+  test::expect_oracle_logprobs(*m, kTernaryTop);
+}
+
+TEST(LowBitModels, Tq2_0MatchesLlamaCpp) {
+  MINFER_REQUIRE_SHARED();
+  test::expect_oracle_logprobs(*generated("tiny-llama", GgmlType::TQ2_0), kTernaryTop);
 }
 
 }  // namespace

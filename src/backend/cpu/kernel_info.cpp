@@ -26,14 +26,22 @@ Isa matmul_isa(GgmlType wtype, Isa isa) {
 }
 
 std::string matmul_path_name(GgmlType wtype) {
-  const Isa isa = matmul_isa(wtype);
+  const GgmlType held = weights_converted_at_load(wtype);
+  const Isa isa = matmul_isa(held);
   std::string name = isa_name(isa);
-  if (isa >= Isa::Avx512 && dot_tile_avx512_uses_bf16(wtype)) name += "+bf16";
+  if (isa >= Isa::Avx512 && dot_tile_avx512_uses_bf16(held)) name += "+bf16";
+  if (held != wtype) name += " as " + std::string(type_name(held));
   return name;
 }
 
 bool weights_repacked_at_load(GgmlType wtype) {
   return repack_enabled() && packed_gemm(wtype, active_isa()) != nullptr;
+}
+
+GgmlType weights_converted_at_load(GgmlType wtype) {
+  if (wtype == GgmlType::TQ1_0 && repack_enabled() && matmul_isa(GgmlType::TQ2_0) != Isa::Scalar)
+    return GgmlType::TQ2_0;
+  return wtype;
 }
 
 }  // namespace minfer::cpu

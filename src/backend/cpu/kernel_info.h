@@ -23,4 +23,10 @@ std::string matmul_path_name(GgmlType wtype);
 // debug the GGUF-layout kernels). Matrices of at least 16 rows are packed, whole groups of 16.
 bool weights_repacked_at_load(GgmlType wtype);
 
+// The type a model loaded now holds matmul weights of `wtype` in (convert_weight), or wtype
+// itself: TQ1_0 as TQ2_0 (the same values, exactly) wherever the SIMD kernels run. TQ1_0's trits
+// cost its one-token rows more than their bytes save (qwen3-0.6b, AVX-512, 2 threads: TQ1_0 tg32
+// 76 t/s, TQ2_0 122); the copy is 22 % larger than the file's tensors.
+GgmlType weights_converted_at_load(GgmlType wtype);
+
 }  // namespace minfer::cpu

@@ -260,6 +260,16 @@ void pack_weight(const WeightView& w, uint8_t* out) {
   });
 }
 
+void convert_weight(const WeightView& w, GgmlType to, uint8_t* out) {
+  if (w.type != GgmlType::TQ1_0 || to != GgmlType::TQ2_0)
+    fail("cannot convert a {} weight to {}", type_name(w.type), type_name(to));
+  const int64_t nb = w.cols / quant::QK_K;
+  const size_t out_row = row_size(to, w.cols);
+  parallel_for(w.rows, [&](int64_t r, int) {
+    quant::tq1_0_to_tq2_0(w.data + size_t(r) * w.row_bytes, out + size_t(r) * out_row, nb);
+  });
+}
+
 void copy_weight(const uint8_t* src, size_t n, uint8_t* out) {
   constexpr size_t kPiece = size_t(1) << 20;
   parallel_for(int64_t((n + kPiece - 1) / kPiece), [&](int64_t i, int) {

@@ -165,6 +165,10 @@ int packed_offset(GgmlType type);
 // over the threads.
 void pack_weight(const WeightView& w, uint8_t* out);
 
+// w's rows converted to type `to` (weights_converted_at_load: TQ1_0 to TQ2_0) into out
+// (row_size(to, cols) a row), spread over the threads as pack_weight.
+void convert_weight(const WeightView& w, GgmlType to, uint8_t* out);
+
 // Copies n bytes of GGUF rows as they are (a weight without a packed layout), spread over the
 // threads as pack_weight: each thread faults in its part of both mappings.
 void copy_weight(const uint8_t* src, size_t n, uint8_t* out);
