@@ -90,40 +90,28 @@ struct PMins : PackedQuants<P0::kBytes, packed_head_bytes(T)> {
 using PQ41 = PMins<PQ4, GgmlType::Q4_1>;
 using PQ51 = PMins<PQ5, GgmlType::Q5_1>;
 
-// IQ4_NL: Q4_0's nibbles, each looked up in kvalues_iq4nl + 128 (1..241, unsigned for vpdpbusd,
-// which sums its 4 products in int32; AVX2's maddubs would saturate its int16 pairs on them, so
-// packed_256.h takes the signed values in sign form).
-struct PIQ4 : PackedQuants<256> {
-  static constexpr GgmlType kType = GgmlType::IQ4_NL;
-  static constexpr size_t kBytes = 256;
-  static constexpr int kOffset = 128;
-  static constexpr bool kDecode = true;  // prefill looks the values up once per call
-  static void load(const uint8_t* q, __m512i* w) {
-    alignas(16) uint8_t v[16];
-    for (int i = 0; i < 16; ++i) v[i] = uint8_t(quant::kvalues_iq4nl[i] + kOffset);
-    const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(v)));
-    PQ4::load(q, w);
-    for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(table, w[k]);
-  }
-};
-
-// MXFP4, NVFP4: the same, in kvalues_fp4 + 12 (0..24).
+// IQ4_NL, MXFP4, NVFP4: Q4_0's nibbles, each looked up in the type's table + its offset (IQ4_NL
+// kvalues_iq4nl + 128, 1..241; the FP4 types kvalues_fp4 + 12, 0..24), unsigned for vpdpbusd,
+// which sums its 4 products in int32 (AVX2's maddubs would saturate its int16 pairs on IQ4_NL's,
+// so packed_256.h takes those signed, in sign form).
 template <GgmlType T>
-struct PFp4 : PackedQuants<256> {
+struct PLookup : PackedQuants<256> {
   static constexpr GgmlType kType = T;
   static constexpr size_t kBytes = 256;
-  static constexpr int kOffset = 12;
-  static constexpr bool kDecode = true;
+  static constexpr int kOffset = T == GgmlType::IQ4_NL ? 128 : 12;
+  static constexpr bool kDecode = true;  // prefill looks the values up once per call
   static void load(const uint8_t* q, __m512i* w) {
+    const int8_t* values = T == GgmlType::IQ4_NL ? quant::kvalues_iq4nl : quant::kvalues_fp4;
     alignas(16) uint8_t v[16];
-    for (int i = 0; i < 16; ++i) v[i] = uint8_t(quant::kvalues_fp4[i] + kOffset);
+    for (int i = 0; i < 16; ++i) v[i] = uint8_t(values[i] + kOffset);
     const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(v)));
     PQ4::load(q, w);
     for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(table, w[k]);
   }
 };
-using PMX4 = PFp4<GgmlType::MXFP4>;
-using PNV4 = PFp4<GgmlType::NVFP4>;
+using PIQ4 = PLookup<GgmlType::IQ4_NL>;
+using PMX4 = PLookup<GgmlType::MXFP4>;
+using PNV4 = PLookup<GgmlType::NVFP4>;
 
 // The 16 rows' scales of a block from its scale line (F16; BF16 where packed_bf16_scales; the
 // split types: UE4M3 codes of the block's first half, those of its second 16 bytes on).
