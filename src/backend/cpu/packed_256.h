@@ -195,6 +195,17 @@ inline __m256i dot_block(__m256i s, const __m256i* w, const uint8_t* xb) {
   return s;
 }
 
+// The split types' block for one token (packed_split_halves): columns 0-15 from the correction c
+// and scales dw, then 16-31 from ch and dh, each its own float step into acc.
+template <class P>
+inline __m256 split_block(__m256 acc, const __m256i* w, const uint8_t* xb, int32_t c, int32_t ch, __m256 dw,
+                          __m256 dh, float xd) {
+  const __m256i s = dot_block<P, 0, 4>(_mm256_set1_epi32(c), w, xb);
+  const __m256i sh = dot_block<P, 4, 8>(_mm256_set1_epi32(ch), w, xb);
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xd)), acc);
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sh), _mm256_mul_ps(dh, _mm256_set1_ps(xd)), acc);
+}
+
 // A group's blocks as P::load() returns them, decoded once per call for prefill into a panel:
 // bytes c of half h of block b at 512 b + 64 c + 32 h, loaded as they are by every token tile
 // (the scales stay in the group).
@@ -565,10 +576,7 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
       const __m256 dh = row_scales<P::kType>(sc + 16, h);
       for (int t = 0; t < T; ++t) {
         const size_t i = kActTile * b + t;
-        const __m256i s = dot_block<P, 0, 4>(_mm256_set1_epi32(xc[i]), w, xb + 32 * t);
-        const __m256i sh = dot_block<P, 4, 8>(_mm256_set1_epi32(x.ch[a0 + i]), w, xb + 32 * t);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(xd[i])), acc[t]);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sh), _mm256_mul_ps(dh, _mm256_set1_ps(xd[i])), acc[t]);
+        acc[t] = split_block<P>(acc[t], w, xb + 32 * t, xc[i], x.ch[a0 + i], dw, dh, xd[i]);
       }
       return;
     }
@@ -757,11 +765,7 @@ inline void avx2_gemv(const uint8_t* grp, int64_t nb, const PackedAct& x, float*
       if constexpr (packed_split_halves(P::kType)) {  // columns 0-15, then 16-31
         __m256i w[8];
         P::load(q, h, w);
-        s = dot_block<P, 0, 4>(_mm256_set1_epi32(x.c[b]), w, xb);
-        const __m256i sh = dot_block<P, 4, 8>(_mm256_set1_epi32(x.ch[b]), w, xb);
-        acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(x.d[b])), acc[h]);
-        acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sh),
-                                 _mm256_mul_ps(row_scales<P::kType>(sc + 16, h), _mm256_set1_ps(x.d[b])), acc[h]);
+        acc[h] = split_block<P>(acc[h], w, xb, x.c[b], x.ch[b], dw, row_scales<P::kType>(sc + 16, h), x.d[b]);
         continue;
       } else {
         __m256i w[8];

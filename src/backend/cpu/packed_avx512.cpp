@@ -1,7 +1,7 @@
 // The packed-layout matmul kernels (packed_gemm.h) on AVX-512 VNNI, and on AMX for prefill.
 // Per group of 16 rows and block: 8 zmm of unsigned quants (Q4_0: 4 zmm, split into low and
-// high nibbles; Q5_0: the same plus the fifth bits added under a byte mask; IQ4_NL, MXFP4: Q4_0's
-// nibbles looked up in their tables); per token, 8 vpdpbusd with 4 activation bytes broadcast, starting from the
+// high nibbles; Q5_0: the same plus the fifth bits added under a byte mask; IQ4_NL, MXFP4, NVFP4:
+// Q4_0's nibbles looked up in their tables; NVFP4 sums its 16-column halves apart); per token, 8 vpdpbusd with 4 activation bytes broadcast, starting from the
 // offset correction, then one convert and one FMA for 16 outputs. AMX computes the same
 // 16 tokens x 16 rows x 32 integer sums with one tile product (TDPBSSD, on the quants converted
 // to signed bytes once per call), stored and then scaled exactly as above.
