@@ -63,8 +63,8 @@ DotTileFn dot_tile_avx2(GgmlType t) {
     case GgmlType::IQ3_S: return &iqlat_gemm<DecIq3s>;
     case GgmlType::IQ1_S: return &iqlat_gemm<DecIq1s>;
     case GgmlType::IQ1_M: return &iqlat_gemm<DecIq1m>;
-    case GgmlType::TQ1_0: return &iqlat_gemm<DecTq1>;
-    case GgmlType::TQ2_0: return &iqlat_gemm<DecTq2>;
+    case GgmlType::TQ1_0: return &tq_gemm_256<DecTq1>;
+    case GgmlType::TQ2_0: return &tq_gemm_256<DecTq2>;
     default: return nullptr;
   }
 }

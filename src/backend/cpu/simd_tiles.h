@@ -1523,6 +1523,11 @@ inline void iqlat_decode_offset_row(const uint8_t* wr, int64_t nsb, const IqOffs
     o.d[b] = D::d(wb);
   }
 }
+// The ternary decoders' scales are all 1 and their values at most 2: a super-block's products sum
+// in int16 (8 blocks x maddubs pairs of at most 2 x 255 x 2) before one madd.
+template <class D>
+constexpr bool kUnitScales = std::is_same_v<D, DecTq1> || std::is_same_v<D, DecTq2>;
+
 // R rows x T tokens; xu: the tokens' quants + 128, n bytes a token.
 template <class D, int R, int T>
 inline void iqlat_offset_tile(const IqOffsetRow* rows, const Tile& a, const uint8_t* xu, int64_t r0, int64_t t0) {
@@ -1541,9 +1546,15 @@ inline void iqlat_offset_tile(const IqOffsetRow* rows, const Tile& a, const uint
         const uint8_t* e = rows[r].v + 64 * (8 * b + ib);
         const __m256i v = _mm256_load_si256((const __m256i*)e), sc = _mm256_load_si256((const __m256i*)(e + 32));
         for (int t = 0; t < T; ++t)
-          isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(xv[t], v), sc));
+          if constexpr (kUnitScales<D>)  // int16 sums (at most 8 x 2 x 255 x 2), widened per super-block
+            isum[r][t] = ib == 0 ? _mm256_maddubs_epi16(xv[t], v) : _mm256_add_epi16(isum[r][t], _mm256_maddubs_epi16(xv[t], v));
+          else
+            isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(xv[t], v), sc));
       }
     }
+    if constexpr (kUnitScales<D>)
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) isum[r][t] = _mm256_madd_epi16(isum[r][t], _mm256_set1_epi16(1));
     for (int t = 0; t < T; ++t) {
       const float xd = q8k_d(a.x + size_t(t0 + t) * a.xs + b * kQ8KBytes);
       for (int r = 0; r < R; ++r) s[r][t] += (rows[r].d[b] * xd) * float(hsum_i32(isum[r][t]) - rows[r].corr[b]);
@@ -1632,6 +1643,51 @@ void iqlat_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t n
     }
   }
 }
+// TQ2_0, one token on 256-bit vectors: the values t (0..2) straight from the 2-bit fields, maddubs
+// against the token's quants (pairs of at most 2 x 2 x 127, 8 blocks summed in int16 before one
+// madd), sum(t x) - sum(x) the scalar kernel's integer sum (its values are t - 1), then its float
+// step. Where the i-quant tile spends a sign step and a madd a block on signed values.
+inline void tq2_gemv_256(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, float* y) {
+  const int64_t nsb = n / 256;
+  int32_t* xsum = thread_scratch_array<int32_t>(ScratchSlot::IqRows, size_t(nsb));
+  for (int64_t b = 0; b < nsb; ++b) {
+    int32_t sum = 0;
+    for (int j = 0; j < 16; ++j) sum += q8k_bsum(x + b * kQ8KBytes, j);
+    xsum[b] = sum;
+  }
+  const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+  for (int64_t r = 0; r < nr; ++r) {
+    const uint8_t* wr = w + size_t(r) * ws;
+    float s = 0.0f;
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* wb = wr + size_t(b) * DecTq2::kBytes;
+      const uint8_t* xb = x + b * kQ8KBytes;
+      const int8_t* xq = q8k_qs(xb);
+      __m256i p = _mm256_setzero_si256();
+      for (int j = 0; j < 2; ++j) {
+        __m256i q = _mm256_loadu_si256((const __m256i*)(wb + 32 * j));
+        for (int l = 0; l < 4; ++l, q = _mm256_srli_epi16(q, 2)) {
+          const __m256i xv = _mm256_loadu_si256((const __m256i*)(xq + 128 * j + 32 * l));
+          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(_mm256_and_si256(q, m3), xv));
+        }
+      }
+      s += (DecTq2::d(wb) * q8k_d(xb)) * float(hsum_i32(_mm256_madd_epi16(p, ones)) - xsum[b]);
+    }
+    y[r] = DecTq2::kFinal * s;
+  }
+}
+// The ternary types' matmul on these tiles: TQ2_0's one-token rows above, the rest iqlat_gemm.
+template <class D>
+void tq_gemm_256(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, size_t xs,
+                 int64_t nt, float* y, int64_t ldy) {
+  if constexpr (std::is_same_v<D, DecTq2>)
+    if (nt == 1) {
+      tq2_gemv_256(n, w, ws, nr, x, y);
+      return;
+    }
+  iqlat_gemm<D>(type, n, w, ws, nr, x, xs, nt, y, ldy);
+}
+
 constexpr DotTileFn q6k_tiles =
     &run_tiles<RowK<q6k_tile<1>, q6k_tile<2>, q6k_tile<3>, q6k_tile<4>>, 1, 4>;
 
