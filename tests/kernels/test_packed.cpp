@@ -121,6 +121,14 @@ Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t col
 
 // Weight element k of row r, as its integer quant, the block scale and (the _1 types) min.
 void weight_quant(GgmlType t, const uint8_t* row, int64_t k, int* q, float* d, float* m) {
+  if (t == GgmlType::Q1_0) {  // blocks of 128: d, then bit j of qs[j / 8]: +1 or -1
+    const auto& b = reinterpret_cast<const quant::block_q1_0*>(row)[k / 128];
+    const int j = int(k % 128);
+    *d = fp16_to_fp32(b.d);
+    *m = 0.0f;
+    *q = (b.qs[j / 8] >> (j % 8)) & 1 ? 1 : -1;
+    return;
+  }
   if (t == GgmlType::NVFP4) {  // blocks of 64: d[4] (UE4M3 per 16), qs[32] (8 a sub-block)
     const auto& b = reinterpret_cast<const quant::block_nvfp4*>(row)[k / 64];
     const int e = int(k % 64), sb = e / 16, j = e % 16;
@@ -174,7 +182,7 @@ TEST_P(PackedTest, ScalarKernelMatchesThePlainDotProduct) {
   const GgmlType t = GetParam();
   if (packed_kquant(t)) GTEST_SKIP() << "K-quants: see KQuantScalarKernelMatchesTheDequantizedDot";
   std::mt19937 rng(7);
-  for (int64_t cols : {64, 192, 256}) {
+  for (int64_t cols : t == GgmlType::Q1_0 ? std::vector<int64_t>{128, 384} : std::vector<int64_t>{64, 192, 256}) {
     const int64_t rows = 32, nt = 19, nb = cols / 32;  // a whole activation tile and part of one
     Packed k = make_packed(t, rows, cols, rng);
     const auto x = random_floats(size_t(nt * cols), rng);
@@ -258,6 +266,7 @@ TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
   std::vector<int64_t> widths = {32, 64, 160, 224, 672};
   if (packed_kquant(t)) widths = {768};
   if (t == GgmlType::NVFP4) widths = {64, 128, 192, 320, 704};  // whole blocks of 64
+  if (t == GgmlType::Q1_0) widths = {128, 256, 640, 896};          // of 128
   for (int64_t cols : widths) {
     const int64_t rows = 48, nb = cols / packed_block_cols(t);
     Packed k = make_packed(t, rows, cols, rng);
@@ -336,7 +345,8 @@ TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedTest,
                          testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL,
-                                         GgmlType::MXFP4, GgmlType::NVFP4, GgmlType::Q4_1, GgmlType::Q5_1,
+                                         GgmlType::MXFP4, GgmlType::NVFP4, GgmlType::Q1_0, GgmlType::Q4_1,
+                                         GgmlType::Q5_1,
                                          GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
                                          GgmlType::IQ4_XS),
                          [](const auto& info) { return std::string(type_name(info.param)); });
@@ -354,7 +364,7 @@ TEST(Packed, ActivationTilesOnEveryIsaMatchTheRows) {
   for (int64_t nt : {35, 1})
     for (int64_t nb : {1, 16, 17, 28, 40}) tokens_x_blocks.emplace_back(nt, nb);
   for (GgmlType wt : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::MXFP4,
-                      GgmlType::NVFP4, GgmlType::Q4_1}) {
+                      GgmlType::NVFP4, GgmlType::Q1_0, GgmlType::Q4_1}) {
     for (const auto& [nt, nb] : tokens_x_blocks) {
       const int64_t cols = 32 * nb;
       auto x = random_floats(size_t(nt * cols), rng, 4.0f);
@@ -640,6 +650,8 @@ TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {
   EXPECT_TRUE(packable(GgmlType::IQ4_NL, 32, 64));
   EXPECT_TRUE(packable(GgmlType::MXFP4, 16, 2880));
   EXPECT_TRUE(packable(GgmlType::NVFP4, 16, 64));
+  EXPECT_TRUE(packable(GgmlType::Q1_0, 16, 128));
+  EXPECT_FALSE(packable(GgmlType::Q2_0, 16, 128));
   EXPECT_TRUE(packable(GgmlType::Q8_0, 17, 32));  // one group packed, one row from the GGUF layout
   EXPECT_FALSE(packable(GgmlType::Q8_0, 15, 32));
   EXPECT_FALSE(packable(GgmlType::Q5_0, 16, 48));

@@ -132,15 +132,29 @@ inline __m256 row_scales(const uint8_t* sc, int h) {
     return _mm256_cvtph_ps(v);
 }
 
-// 0x10 in byte lane b where bit b of the 32-bit mask at p is set (a half of a 64-bit fifth-bit
-// mask): broadcast, spread byte b / 8 to lane b, test bit b % 8.
-inline __m256i fifth_bits(const uint8_t* p) {
+// v in byte lane b where bit b of the 32-bit mask at p is set (a half of a 64-bit fifth-bit or
+// Q1_0 sign mask), else 0: broadcast, spread byte b / 8 to lane b, test bit b % 8.
+inline __m256i mask_bytes(const uint8_t* p, char v) {
   const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
                                           2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
   const __m256i bits = _mm256_set1_epi64x(int64_t(0x8040201008040201ULL));
   const __m256i m = _mm256_shuffle_epi8(_mm256_set1_epi32(load_i32(p)), spread);
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(m, bits), bits), _mm256_set1_epi8(0x10));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(m, bits), bits), _mm256_set1_epi8(v));
 }
+inline __m256i fifth_bits(const uint8_t* p) { return mask_bytes(p, 0x10); }
+
+// Q1_0: its sign masks as bytes u = 2 bit (offset 1); maddubs' pairs (at most 2 x 2 x 128) sum
+// over all 8 chunks in int16.
+struct AQ1 : PackedQuants<64> {
+  static constexpr GgmlType kType = GgmlType::Q1_0;
+  static constexpr size_t kBytes = 64;
+  static constexpr bool kSigned = false;
+  static constexpr int kGroup = 8;
+  static constexpr bool kDecode = true;  // the bits expanded once per call
+  static void load(const uint8_t* q, int h, __m256i* w) {
+    for (int c = 0; c < 8; ++c) w[c] = mask_bytes(q + 8 * c + 4 * h, 2);
+  }
+};
 
 struct AQ5 : PackedQuants<320> {
   static constexpr GgmlType kType = GgmlType::Q5_0;
@@ -1599,6 +1613,7 @@ PackedGemmFn packed_gemm_256(GgmlType t) {
   if (t == GgmlType::IQ4_NL) return &gemm_256<AIQ4>;
   if (t == GgmlType::MXFP4) return &gemm_256<AMX4>;
   if (t == GgmlType::NVFP4) return &gemm_256<ANV4>;
+  if (t == GgmlType::Q1_0) return &gemm_256<AQ1>;
   if (t == GgmlType::Q4_1) return &gemm_256<AQ41>;
   if (t == GgmlType::Q5_1) return &gemm_256<AQ51>;
   if (t == GgmlType::Q4_K) return &ak_gemm<GgmlType::Q4_K>;

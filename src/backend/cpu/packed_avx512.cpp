@@ -77,6 +77,21 @@ struct PQ5 : PackedQuants<320> {
   }
 };
 
+// Q1_0: its sign bits' masks as bytes u = 2 bit (offset 1: the weights u - 1 = +-1).
+struct PQ1 : PackedQuants<64> {
+  static constexpr GgmlType kType = GgmlType::Q1_0;
+  static constexpr size_t kBytes = 64;
+  static constexpr int kOffset = 1;
+  static constexpr bool kDecode = true;  // prefill expands the bits once per call
+  static void load(const uint8_t* q, __m512i* w) {
+    for (int k = 0; k < 8; ++k) {
+      uint64_t m;
+      __builtin_memcpy(&m, q + 8 * k, 8);
+      w[k] = _mm512_maskz_mov_epi8(_cvtu64_mask64(m), _mm512_set1_epi8(2));
+    }
+  }
+};
+
 // Q4_1, Q5_1: Q4_0's and Q5_0's quants as they are (0..15, 0..31: offset 0); their blocks' mins
 // sit beside the scales (repack.h), and the kernels add m x s per block.
 template <class P0, GgmlType T>
@@ -502,6 +517,7 @@ PackedGemmFn packed_gemm_avx512(GgmlType t) {
   if (t == GgmlType::IQ4_NL) return &gemm_vnni<PIQ4>;
   if (t == GgmlType::MXFP4) return &gemm_vnni<PMX4>;
   if (t == GgmlType::NVFP4) return &gemm_vnni<PNV4>;
+  if (t == GgmlType::Q1_0) return &gemm_vnni<PQ1>;
   if (t == GgmlType::Q4_1) return &gemm_vnni<PQ41>;
   if (t == GgmlType::Q5_1) return &gemm_vnni<PQ51>;
   return packed_kq_gemm_avx512(t, false);
@@ -513,8 +529,8 @@ PackedGemmFn packed_gemm_amx(GgmlType t) {
   if (t == GgmlType::Q5_0) return &gemm_amx<PQ5>;
   if (t == GgmlType::IQ4_NL) return &gemm_amx<PIQ4>;
   // The _1 types: the AMX epilogue has no mins term; MXFP4, NVFP4: nor their scales (the VNNI
-  // kernel).
-  if (packed_has_mins(t) || packed_bf16_scales(t) || packed_split_halves(t)) return nullptr;
+  // kernel); Q1_0: not measured on an AMX host.
+  if (packed_has_mins(t) || packed_bf16_scales(t) || packed_split_halves(t) || t == GgmlType::Q1_0) return nullptr;
   return packed_kq_gemm_avx512(t, true);
 }
 

@@ -34,6 +34,10 @@ void sums_scalar(int offset, const uint8_t* row, int64_t nb, int64_t tile, uint8
 // Quant k (0..31) of row r (0..15) of block `q` in the group layout.
 inline int quant(GgmlType t, const uint8_t* q, int r, int k) {
   if (t == GgmlType::Q8_0) return q[64 * (k / 4) + 4 * r + k % 4];
+  if (t == GgmlType::Q1_0) {  // bit 4 r + k % 4 of chunk k / 4's mask, as 2 bit
+    const int bit = 4 * r + k % 4;
+    return 2 * ((q[8 * (k / 4) + bit / 8] >> (bit % 8)) & 1);
+  }
   const uint8_t v = q[64 * ((k % 16) / 4) + 4 * r + k % 4];
   const int u = k < 16 ? (v & 0x0F) : (v >> 4);
   if (t == GgmlType::IQ4_NL) return quant::kvalues_iq4nl[u] + 128;

@@ -22,6 +22,7 @@ size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
 int packed_offset(GgmlType type) {
   if (packed_has_mins(type)) return 0;
   if (type == GgmlType::MXFP4 || type == GgmlType::NVFP4) return 12;
+  if (type == GgmlType::Q1_0) return 1;
   return type == GgmlType::Q8_0 || type == GgmlType::IQ4_NL ? 128 : type == GgmlType::Q5_0 ? 16 : 8;
 }
 
@@ -82,6 +83,28 @@ void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
     std::memset(out + packed_scales_at(qb, nb, hb), 0, 32);
     if (mins) std::memset(out + packed_scales_at(qb, nb, hb) + 64, 0, 32);
     std::memset(out + packed_quants_at(qb, nb, hb), 0, qb);
+  }
+}
+
+// One Q1_0 group: block b is the 32 sign bits at 4 (b % 4) of its GGUF group of 128 (bit j of the
+// word: column j), as Q5_0's fifth bits are the 32 of its qh: per chunk k a 64-bit mask, bit 4 r + i
+// for column 4 k + i of row r; every block's scale is its group's d.
+void pack_group_q1_0(const WeightView& w, int64_t r0, uint8_t* out) {
+  const int64_t nb = w.cols / 32;
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* scales = out + packed_scales_at(64, b);
+    uint64_t mask[8] = {};
+    for (int r = 0; r < kPackRows; ++r) {
+      const uint8_t* grp = w.data + size_t(r0 + r) * w.row_bytes + size_t(b / 4) * sizeof(quant::block_q1_0);
+      std::memcpy(scales + 2 * r, grp, 2);
+      const uint32_t bits = load4(grp + 2 + 4 * (b % 4));
+      for (int k = 0; k < 8; ++k) mask[k] |= uint64_t((bits >> (4 * k)) & 0xF) << (4 * r);
+    }
+    std::memcpy(out + packed_quants_at(64, b), mask, sizeof(mask));
+  }
+  if (nb % 2) {
+    std::memset(out + packed_scales_at(64, nb), 0, 32);
+    std::memset(out + packed_quants_at(64, nb), 0, 64);
   }
 }
 
@@ -255,6 +278,7 @@ void pack_weight(const WeightView& w, uint8_t* out) {
       case GgmlType::Q6_K: pack_kgroup<GgmlType::Q6_K>(w, r0, o); break;
       case GgmlType::IQ4_XS: pack_kgroup<GgmlType::IQ4_XS>(w, r0, o); break;
       case GgmlType::NVFP4: pack_group_nvfp4(w, r0, o); break;
+      case GgmlType::Q1_0: pack_group_q1_0(w, r0, o); break;
       default: pack_group(w, r0, o);
     }
   });

@@ -14,7 +14,9 @@
 // quants (Q8_0: 512 bytes each; Q4_0, Q4_1, IQ4_NL, MXFP4 and NVFP4: 256 bytes whose low nibbles are
 // columns 0-15 of the block and high nibbles
 // 16-31, exactly as in the GGUF block; Q5_0, Q5_1: those 256 bytes, then
-// per chunk of 4 columns a 64-bit mask of the fifth bits, bit 4 r + j for column j of row r);
+// per chunk of 4 columns a 64-bit mask of the fifth bits, bit 4 r + j for column j of row r;
+// Q1_0: only such masks, of its sign bits, 64 bytes, u = 2 bit with offset 1, and each block's
+// scale the d of its group of 128);
 // an odd last block leaves its pair's second half unused. Decode streams each group front to
 // back: one sequential stream per thread instead of 16 row streams, its scales in the stream
 // beside their quants (packed_quants_at() below says why).
@@ -32,7 +34,7 @@ namespace minfer::cpu {
 
 constexpr int64_t kPackRows = 16;
 
-// Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, NVFP4 (rows of
+// Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, NVFP4, Q1_0 (rows of
 // whole 32-blocks) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (whole 256-blocks) with at least 16 rows. Only whole
 // groups are packed (rows / 16 of them); matmul computes the last rows % 16 rows from the GGUF
 // layout.
@@ -45,10 +47,11 @@ constexpr bool packed_kquant(GgmlType type) {
 // Columns per packed block: 32, or 256 for the K-quants.
 constexpr int64_t packed_block_cols(GgmlType type) { return packed_kquant(type) ? 256 : 32; }
 
-// Quant bytes per block of one group (Q8_0 512, Q4_0, Q4_1, IQ4_NL and MXFP4 256, Q5_0 and Q5_1
-// 320); 0 when not packable.
+// Quant bytes per block of one group (Q8_0 512, Q4_0, Q4_1, IQ4_NL, MXFP4 and NVFP4 256, Q5_0
+// and Q5_1 320, Q1_0 64); 0 when not packable.
 constexpr size_t packed_quant_bytes(GgmlType type) {
-  return type == GgmlType::Q8_0 ? 512
+  return type == GgmlType::Q8_0   ? 512
+         : type == GgmlType::Q1_0 ? 64
          : type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::IQ4_NL || type == GgmlType::MXFP4 ||
                  type == GgmlType::NVFP4
              ? 256
