@@ -129,6 +129,14 @@ void weight_quant(GgmlType t, const uint8_t* row, int64_t k, int* q, float* d, f
     *q = (b.qs[j / 8] >> (j % 8)) & 1 ? 1 : -1;
     return;
   }
+  if (t == GgmlType::Q2_0) {  // blocks of 64: d, then bits 2 (j % 4) of qs[j / 4]: q - 1
+    const auto& b = reinterpret_cast<const quant::block_q2_0*>(row)[k / 64];
+    const int j = int(k % 64);
+    *d = fp16_to_fp32(b.d);
+    *m = 0.0f;
+    *q = ((b.qs[j / 4] >> (2 * (j % 4))) & 3) - 1;
+    return;
+  }
   if (t == GgmlType::NVFP4) {  // blocks of 64: d[4] (UE4M3 per 16), qs[32] (8 a sub-block)
     const auto& b = reinterpret_cast<const quant::block_nvfp4*>(row)[k / 64];
     const int e = int(k % 64), sb = e / 16, j = e % 16;
@@ -265,7 +273,7 @@ TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
   int tested = 0, wide = 0;
   std::vector<int64_t> widths = {32, 64, 160, 224, 672};
   if (packed_kquant(t)) widths = {768};
-  if (t == GgmlType::NVFP4) widths = {64, 128, 192, 320, 704};  // whole blocks of 64
+  if (t == GgmlType::NVFP4 || t == GgmlType::Q2_0) widths = {64, 128, 192, 320, 704};  // whole blocks of 64
   if (t == GgmlType::Q1_0) widths = {128, 256, 640, 896};          // of 128
   for (int64_t cols : widths) {
     const int64_t rows = 48, nb = cols / packed_block_cols(t);
@@ -345,7 +353,8 @@ TEST_P(PackedTest, MatmulWithPackedCopyMatchesGgufLayout) {
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedTest,
                          testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL,
-                                         GgmlType::MXFP4, GgmlType::NVFP4, GgmlType::Q1_0, GgmlType::Q4_1,
+                                         GgmlType::MXFP4, GgmlType::NVFP4, GgmlType::Q1_0, GgmlType::Q2_0,
+                                         GgmlType::Q4_1,
                                          GgmlType::Q5_1,
                                          GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
                                          GgmlType::IQ4_XS),
@@ -364,7 +373,7 @@ TEST(Packed, ActivationTilesOnEveryIsaMatchTheRows) {
   for (int64_t nt : {35, 1})
     for (int64_t nb : {1, 16, 17, 28, 40}) tokens_x_blocks.emplace_back(nt, nb);
   for (GgmlType wt : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::MXFP4,
-                      GgmlType::NVFP4, GgmlType::Q1_0, GgmlType::Q4_1}) {
+                      GgmlType::NVFP4, GgmlType::Q1_0, GgmlType::Q2_0, GgmlType::Q4_1}) {
     for (const auto& [nt, nb] : tokens_x_blocks) {
       const int64_t cols = 32 * nb;
       auto x = random_floats(size_t(nt * cols), rng, 4.0f);
@@ -651,7 +660,8 @@ TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {
   EXPECT_TRUE(packable(GgmlType::MXFP4, 16, 2880));
   EXPECT_TRUE(packable(GgmlType::NVFP4, 16, 64));
   EXPECT_TRUE(packable(GgmlType::Q1_0, 16, 128));
-  EXPECT_FALSE(packable(GgmlType::Q2_0, 16, 128));
+  EXPECT_TRUE(packable(GgmlType::Q2_0, 16, 64));
+  EXPECT_FALSE(packable(GgmlType::TQ2_0, 16, 256));
   EXPECT_TRUE(packable(GgmlType::Q8_0, 17, 32));  // one group packed, one row from the GGUF layout
   EXPECT_FALSE(packable(GgmlType::Q8_0, 15, 32));
   EXPECT_FALSE(packable(GgmlType::Q5_0, 16, 48));

@@ -132,6 +132,26 @@ inline __m256 row_scales(const uint8_t* sc, int h) {
     return _mm256_cvtph_ps(v);
 }
 
+// Q2_0: its 2-bit q (offset 1), chunk c at bits 2 (c % 4) of field vector c / 4 (maddubs' pairs,
+// at most 2 x 3 x 128, sum over all 8 chunks in int16).
+struct AQ2 : PackedQuants<128> {
+  static constexpr GgmlType kType = GgmlType::Q2_0;
+  static constexpr size_t kBytes = 128;
+  static constexpr bool kSigned = false;
+  static constexpr int kGroup = 8;
+  static constexpr bool kDecode = true;  // the fields taken apart once per call
+  static void load(const uint8_t* q, int h, __m256i* w) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int v = 0; v < 2; ++v) {
+      const __m256i f = _mm256_load_si256((const __m256i*)(q + 64 * v + 32 * h));
+      w[4 * v] = _mm256_and_si256(f, m3);
+      w[4 * v + 1] = _mm256_and_si256(_mm256_srli_epi16(f, 2), m3);
+      w[4 * v + 2] = _mm256_and_si256(_mm256_srli_epi16(f, 4), m3);
+      w[4 * v + 3] = _mm256_and_si256(_mm256_srli_epi16(f, 6), m3);
+    }
+  }
+};
+
 // v in byte lane b where bit b of the 32-bit mask at p is set (a half of a 64-bit fifth-bit or
 // Q1_0 sign mask), else 0: broadcast, spread byte b / 8 to lane b, test bit b % 8.
 inline __m256i mask_bytes(const uint8_t* p, char v) {
@@ -1614,6 +1634,7 @@ PackedGemmFn packed_gemm_256(GgmlType t) {
   if (t == GgmlType::MXFP4) return &gemm_256<AMX4>;
   if (t == GgmlType::NVFP4) return &gemm_256<ANV4>;
   if (t == GgmlType::Q1_0) return &gemm_256<AQ1>;
+  if (t == GgmlType::Q2_0) return &gemm_256<AQ2>;
   if (t == GgmlType::Q4_1) return &gemm_256<AQ41>;
   if (t == GgmlType::Q5_1) return &gemm_256<AQ51>;
   if (t == GgmlType::Q4_K) return &ak_gemm<GgmlType::Q4_K>;

@@ -92,6 +92,24 @@ struct PQ1 : PackedQuants<64> {
   }
 };
 
+// Q2_0: its 2-bit q (offset 1) from two vectors of fields, chunk k at bits 2 (k % 4) of vector k / 4.
+struct PQ2 : PackedQuants<128> {
+  static constexpr GgmlType kType = GgmlType::Q2_0;
+  static constexpr size_t kBytes = 128;
+  static constexpr int kOffset = 1;
+  static constexpr bool kDecode = true;  // prefill takes the fields apart once per call
+  static void load(const uint8_t* q, __m512i* w) {
+    const __m512i m3 = _mm512_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+      const __m512i v = _mm512_load_si512(q + 64 * h);
+      w[4 * h] = _mm512_and_si512(v, m3);
+      w[4 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 2), m3);
+      w[4 * h + 2] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m3);
+      w[4 * h + 3] = _mm512_and_si512(_mm512_srli_epi16(v, 6), m3);
+    }
+  }
+};
+
 // Q4_1, Q5_1: Q4_0's and Q5_0's quants as they are (0..15, 0..31: offset 0); their blocks' mins
 // sit beside the scales (repack.h), and the kernels add m x s per block.
 template <class P0, GgmlType T>
@@ -518,6 +536,7 @@ PackedGemmFn packed_gemm_avx512(GgmlType t) {
   if (t == GgmlType::MXFP4) return &gemm_vnni<PMX4>;
   if (t == GgmlType::NVFP4) return &gemm_vnni<PNV4>;
   if (t == GgmlType::Q1_0) return &gemm_vnni<PQ1>;
+  if (t == GgmlType::Q2_0) return &gemm_vnni<PQ2>;
   if (t == GgmlType::Q4_1) return &gemm_vnni<PQ41>;
   if (t == GgmlType::Q5_1) return &gemm_vnni<PQ51>;
   return packed_kq_gemm_avx512(t, false);
@@ -529,8 +548,10 @@ PackedGemmFn packed_gemm_amx(GgmlType t) {
   if (t == GgmlType::Q5_0) return &gemm_amx<PQ5>;
   if (t == GgmlType::IQ4_NL) return &gemm_amx<PIQ4>;
   // The _1 types: the AMX epilogue has no mins term; MXFP4, NVFP4: nor their scales (the VNNI
-  // kernel); Q1_0: not measured on an AMX host.
-  if (packed_has_mins(t) || packed_bf16_scales(t) || packed_split_halves(t) || t == GgmlType::Q1_0) return nullptr;
+  // kernel); Q1_0, Q2_0: not measured on an AMX host.
+  if (packed_has_mins(t) || packed_bf16_scales(t) || packed_split_halves(t) || t == GgmlType::Q1_0 ||
+      t == GgmlType::Q2_0)
+    return nullptr;
   return packed_kq_gemm_avx512(t, true);
 }
 

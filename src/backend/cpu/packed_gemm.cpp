@@ -38,6 +38,7 @@ inline int quant(GgmlType t, const uint8_t* q, int r, int k) {
     const int bit = 4 * r + k % 4;
     return 2 * ((q[8 * (k / 4) + bit / 8] >> (bit % 8)) & 1);
   }
+  if (t == GgmlType::Q2_0) return (q[64 * (k / 16) + 4 * r + k % 4] >> (2 * ((k % 16) / 4))) & 3;
   const uint8_t v = q[64 * ((k % 16) / 4) + 4 * r + k % 4];
   const int u = k < 16 ? (v & 0x0F) : (v >> 4);
   if (t == GgmlType::IQ4_NL) return quant::kvalues_iq4nl[u] + 128;

@@ -22,7 +22,7 @@ size_t packed_bytes(GgmlType type, int64_t rows, int64_t cols) {
 int packed_offset(GgmlType type) {
   if (packed_has_mins(type)) return 0;
   if (type == GgmlType::MXFP4 || type == GgmlType::NVFP4) return 12;
-  if (type == GgmlType::Q1_0) return 1;
+  if (type == GgmlType::Q1_0 || type == GgmlType::Q2_0) return 1;
   return type == GgmlType::Q8_0 || type == GgmlType::IQ4_NL ? 128 : type == GgmlType::Q5_0 ? 16 : 8;
 }
 
@@ -105,6 +105,33 @@ void pack_group_q1_0(const WeightView& w, int64_t r0, uint8_t* out) {
   if (nb % 2) {
     std::memset(out + packed_scales_at(64, nb), 0, 32);
     std::memset(out + packed_quants_at(64, nb), 0, 64);
+  }
+}
+
+// One Q2_0 group: block b is the 32 2-bit fields at 8 (b % 2) of its GGUF group of 64 (column j
+// at bits 2 j of that 64-bit word), laid out as repack.h says (byte 4 r + i of vector h: columns
+// 16 h + 4 c + i at bits 2 c); every block's scale is its group's d.
+void pack_group_q2_0(const WeightView& w, int64_t r0, uint8_t* out) {
+  const int64_t nb = w.cols / 32;
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* scales = out + packed_scales_at(128, b);
+    uint8_t* q = out + packed_quants_at(128, b);
+    for (int r = 0; r < kPackRows; ++r) {
+      const uint8_t* grp = w.data + size_t(r0 + r) * w.row_bytes + size_t(b / 2) * sizeof(quant::block_q2_0);
+      std::memcpy(scales + 2 * r, grp, 2);
+      uint64_t f;
+      std::memcpy(&f, grp + 2 + 8 * (b % 2), 8);
+      for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 4; ++i) {
+          uint32_t v = 0;
+          for (int c = 0; c < 4; ++c) v |= uint32_t((f >> (2 * (16 * h + 4 * c + i))) & 3) << (2 * c);
+          q[64 * h + 4 * r + i] = uint8_t(v);
+        }
+    }
+  }
+  if (nb % 2) {
+    std::memset(out + packed_scales_at(128, nb), 0, 32);
+    std::memset(out + packed_quants_at(128, nb), 0, 128);
   }
 }
 
@@ -279,6 +306,7 @@ void pack_weight(const WeightView& w, uint8_t* out) {
       case GgmlType::IQ4_XS: pack_kgroup<GgmlType::IQ4_XS>(w, r0, o); break;
       case GgmlType::NVFP4: pack_group_nvfp4(w, r0, o); break;
       case GgmlType::Q1_0: pack_group_q1_0(w, r0, o); break;
+      case GgmlType::Q2_0: pack_group_q2_0(w, r0, o); break;
       default: pack_group(w, r0, o);
     }
   });

@@ -16,7 +16,9 @@
 // 16-31, exactly as in the GGUF block; Q5_0, Q5_1: those 256 bytes, then
 // per chunk of 4 columns a 64-bit mask of the fifth bits, bit 4 r + j for column j of row r;
 // Q1_0: only such masks, of its sign bits, 64 bytes, u = 2 bit with offset 1, and each block's
-// scale the d of its group of 128);
+// scale the d of its group of 128; Q2_0: as Q2_K's sub-blocks (below), two 64-byte vectors of its
+// 2-bit q, byte 4 r + i of vector h holding columns 16 h + 4 c + i at bits 2 c, offset 1, each
+// block's scale the d of its group of 64);
 // an odd last block leaves its pair's second half unused. Decode streams each group front to
 // back: one sequential stream per thread instead of 16 row streams, its scales in the stream
 // beside their quants (packed_quants_at() below says why).
@@ -34,7 +36,7 @@ namespace minfer::cpu {
 
 constexpr int64_t kPackRows = 16;
 
-// Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, NVFP4, Q1_0 (rows of
+// Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, NVFP4, Q1_0, Q2_0 (rows of
 // whole 32-blocks) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (whole 256-blocks) with at least 16 rows. Only whole
 // groups are packed (rows / 16 of them); matmul computes the last rows % 16 rows from the GGUF
 // layout.
@@ -48,10 +50,11 @@ constexpr bool packed_kquant(GgmlType type) {
 constexpr int64_t packed_block_cols(GgmlType type) { return packed_kquant(type) ? 256 : 32; }
 
 // Quant bytes per block of one group (Q8_0 512, Q4_0, Q4_1, IQ4_NL, MXFP4 and NVFP4 256, Q5_0
-// and Q5_1 320, Q1_0 64); 0 when not packable.
+// and Q5_1 320, Q1_0 64, Q2_0 128); 0 when not packable.
 constexpr size_t packed_quant_bytes(GgmlType type) {
   return type == GgmlType::Q8_0   ? 512
          : type == GgmlType::Q1_0 ? 64
+         : type == GgmlType::Q2_0 ? 128
          : type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::IQ4_NL || type == GgmlType::MXFP4 ||
                  type == GgmlType::NVFP4
              ? 256
