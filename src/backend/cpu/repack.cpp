@@ -90,7 +90,7 @@ void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
 // word: column j), as Q5_0's fifth bits are the 32 of its qh: per chunk k a 64-bit mask, bit 4 r + i
 // for column 4 k + i of row r; every block's scale is its group's d.
 void pack_group_q1_0(const WeightView& w, int64_t r0, uint8_t* out) {
-  const int64_t nb = w.cols / 32;
+  const int64_t nb = w.cols / 32;  // a multiple of 4: no pair is left half used
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* scales = out + packed_scales_at(64, b);
     uint64_t mask[8] = {};
@@ -102,17 +102,13 @@ void pack_group_q1_0(const WeightView& w, int64_t r0, uint8_t* out) {
     }
     std::memcpy(out + packed_quants_at(64, b), mask, sizeof(mask));
   }
-  if (nb % 2) {
-    std::memset(out + packed_scales_at(64, nb), 0, 32);
-    std::memset(out + packed_quants_at(64, nb), 0, 64);
-  }
 }
 
 // One Q2_0 group: block b is the 32 2-bit fields at 8 (b % 2) of its GGUF group of 64 (column j
 // at bits 2 j of that 64-bit word), laid out as repack.h says (byte 4 r + i of vector h: columns
 // 16 h + 4 c + i at bits 2 c); every block's scale is its group's d.
 void pack_group_q2_0(const WeightView& w, int64_t r0, uint8_t* out) {
-  const int64_t nb = w.cols / 32;
+  const int64_t nb = w.cols / 32;  // even: no pair is left half used
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* scales = out + packed_scales_at(128, b);
     uint8_t* q = out + packed_quants_at(128, b);
@@ -128,10 +124,6 @@ void pack_group_q2_0(const WeightView& w, int64_t r0, uint8_t* out) {
           q[64 * h + 4 * r + i] = uint8_t(v);
         }
     }
-  }
-  if (nb % 2) {
-    std::memset(out + packed_scales_at(128, nb), 0, 32);
-    std::memset(out + packed_quants_at(128, nb), 0, 128);
   }
 }
 
