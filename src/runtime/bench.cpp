@@ -4,8 +4,10 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <string>
 
 #include "common/error.h"
+#include "gguf/gguf.h"
 #include "runtime/context.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
@@ -109,14 +111,12 @@ void summarize(BenchResult& r) {
 
 ModelFootprint model_footprint(const Model& m) {
   ModelFootprint f;
-  std::map<GgmlType, uint64_t> matrix_bytes;
   uint64_t embd_bytes = 0, embd_row = 0;
   for (const auto& t : m.tensors().all()) {
     const int64_t rows = t.ne[1] * t.ne[2] * t.ne[3];
     const uint64_t bytes = uint64_t(row_size(t.type, t.ne[0])) * uint64_t(rows);
     f.tensor_bytes += bytes;
     f.n_params += uint64_t(t.ne[0]) * uint64_t(rows);
-    if (rows > 1) matrix_bytes[t.type] += bytes;
     if (t.name == "token_embd.weight") {
       embd_bytes = bytes;
       embd_row = uint64_t(row_size(t.type, t.ne[0]));
@@ -124,10 +124,101 @@ ModelFootprint model_footprint(const Model& m) {
   }
   const bool tied = !m.tensors().has("output.weight");
   f.bytes_per_token = f.tensor_bytes - (tied ? 0 : embd_bytes - embd_row);
-  uint64_t best = 0;
-  for (const auto& [type, bytes] : matrix_bytes)
-    if (bytes > best) best = bytes, f.main_type = type;
   return f;
+}
+
+namespace {
+
+// llama_ftype values and llama.cpp v0.4.0's names for them (llama-model-loader.cpp).
+const char* llama_ftype_name(uint64_t ftype) {
+  switch (ftype) {
+    case 0: return "all F32";
+    case 1: return "F16";
+    case 32: return "BF16";
+    case 40: return "Q1_0";
+    case 41: return "Q2_0";
+    case 2: return "Q4_0";
+    case 3: return "Q4_1";
+    case 8: return "Q5_0";
+    case 9: return "Q5_1";
+    case 7: return "Q8_0";
+    case 38: return "MXFP4 MoE";
+    case 39: return "NVFP4";
+    case 10: return "Q2_K - Medium";
+    case 21: return "Q2_K - Small";
+    case 11: return "Q3_K - Small";
+    case 12: return "Q3_K - Medium";
+    case 13: return "Q3_K - Large";
+    case 14: return "Q4_K - Small";
+    case 15: return "Q4_K - Medium";
+    case 16: return "Q5_K - Small";
+    case 17: return "Q5_K - Medium";
+    case 18: return "Q6_K";
+    case 36: return "TQ1_0 - 1.69 bpw ternary";
+    case 37: return "TQ2_0 - 2.06 bpw ternary";
+    case 19: return "IQ2_XXS - 2.0625 bpw";
+    case 20: return "IQ2_XS - 2.3125 bpw";
+    case 28: return "IQ2_S - 2.5 bpw";
+    case 29: return "IQ2_M - 2.7 bpw";
+    case 22: return "IQ3_XS - 3.3 bpw";
+    case 23: return "IQ3_XXS - 3.0625 bpw";
+    case 24: return "IQ1_S - 1.5625 bpw";
+    case 31: return "IQ1_M - 1.75 bpw";
+    case 25: return "IQ4_NL - 4.5 bpw";
+    case 30: return "IQ4_XS - 4.25 bpw";
+    case 26: return "IQ3_S - 3.4375 bpw";
+    case 27: return "IQ3_S mix - 3.66 bpw";
+    default: return "unknown, may not work";
+  }
+}
+
+// llama.cpp's guess from the type most tensors have (llama_model_loader's switch; types it has
+// no case for, MXFP4 among them, read as all F32).
+uint64_t guessed_ftype(GgmlType t) {
+  switch (t) {
+    case GgmlType::F16: return 1;
+    case GgmlType::BF16: return 32;
+    case GgmlType::Q4_0: return 2;
+    case GgmlType::Q4_1: return 3;
+    case GgmlType::Q5_0: return 8;
+    case GgmlType::Q5_1: return 9;
+    case GgmlType::Q8_0: return 7;
+    case GgmlType::Q2_K: return 10;
+    case GgmlType::Q3_K: return 12;
+    case GgmlType::Q4_K: return 15;
+    case GgmlType::Q5_K: return 17;
+    case GgmlType::Q6_K: return 18;
+    case GgmlType::TQ1_0: return 36;
+    case GgmlType::TQ2_0: return 37;
+    case GgmlType::IQ2_XXS: return 19;
+    case GgmlType::IQ2_XS: return 20;
+    case GgmlType::IQ2_S: return 28;
+    case GgmlType::IQ3_XXS: return 23;
+    case GgmlType::IQ1_S: return 24;
+    case GgmlType::IQ1_M: return 31;
+    case GgmlType::IQ4_NL: return 25;
+    case GgmlType::IQ4_XS: return 30;
+    case GgmlType::IQ3_S: return 26;
+    case GgmlType::NVFP4: return 39;
+    case GgmlType::Q1_0: return 40;
+    case GgmlType::Q2_0: return 41;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+std::string file_type_desc(const Model& m) {
+  if (const auto ft = m.file().get_uint("general.file_type")) return llama_ftype_name(*ft);
+  // Tensors in name order (llama.cpp's weights map), the first type to reach the largest count.
+  std::map<std::string, GgmlType> by_name;
+  for (const auto& t : m.tensors().all()) by_name[t.name] = t.type;
+  std::map<GgmlType, int> count;
+  int most = 0;
+  GgmlType type = GgmlType::F32;
+  for (const auto& [name, t] : by_name)
+    if (++count[t] > most) most = count[t], type = t;
+  return std::string("(guessed) ") + llama_ftype_name(guessed_ftype(type));
 }
 
 }  // namespace minfer::runtime

@@ -55,8 +55,12 @@ struct ModelFootprint {
   uint64_t bytes_per_token = 0;  // weights one decode step reads: everything but the embedding
                                  // table, plus one embedding row (the whole table again when
                                  // it doubles as the output matrix)
-  GgmlType main_type = GgmlType::F32;  // the type holding most matrix bytes
 };
 ModelFootprint model_footprint(const Model& m);
+
+// The file type as llama.cpp names it in llama-bench's model column (llama_ftype_name):
+// general.file_type's name ("Q4_K - Medium"), or, where the file has none, "(guessed) " and the
+// name for the type most tensors have, as llama.cpp guesses it.
+std::string file_type_desc(const Model& m);
 
 }  // namespace minfer::runtime
