@@ -24,10 +24,11 @@ using DotTileFn = void (*)(GgmlType wtype, int64_t n, const uint8_t* w, size_t w
 // that ISA has none for the type. Never nullptr for a type vec_dot_type() accepts.
 DotTileFn dot_tile(GgmlType wtype, Isa isa);
 
-// From this many tokens the AVX-512 F16/BF16 tile widens its activations and 16-row weight
-// panels once per call (simd_avx512.cpp, fpanel_gemm): its callers give it many rows a call.
-// The other ISAs' float tiles widen as they go and keep the usual items (ISA=avx2 qwen3-0.6b
-// F16 pp128, 2 threads: 171.5 t/s with the usual items, 157.0 with the large ones).
+// From this many tokens the F16/BF16 tiles widen their activations and their 16-row (AVX2: 2 x 8)
+// weight panels once per call (simd_avx512.cpp, simd_avx2.cpp: fpanel_gemm). The AVX-512 one's
+// callers give it many rows a call; AVX2 keeps the usual items (ISA=avx2 qwen3-0.6b F16 pp128,
+// 2 threads, with the tiles that widened as they went: 171.5 t/s with the usual items, 157.0
+// with the large ones).
 constexpr int64_t kFloatPanelTokens = 8;
 constexpr bool float_panel_tile(GgmlType t, Isa isa) {
   return (t == GgmlType::F16 || t == GgmlType::BF16) && isa >= Isa::Avx512;
