@@ -38,6 +38,12 @@ inline uint32_t load4(const uint8_t* p) {
 }
 inline void store4(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 
+// Row r's 32 bits of a block (bit j: column j) into the 8 chunk masks of its group: chunk k's bit
+// 4 r + i is column 4 k + i (Q5_0's fifth bits, Q1_0's signs).
+inline void add_chunk_bits(uint64_t (&mask)[8], uint32_t bits, int r) {
+  for (int k = 0; k < 8; ++k) mask[k] |= uint64_t((bits >> (4 * k)) & 0xF) << (4 * r);
+}
+
 // One group: rows r0..r0+15 of w. A row's 4 columns of a chunk are one 32-bit word in both
 // layouts, and a row's fifth bits of a chunk 4 bits of its 64-bit mask, so a block moves in
 // words: byte-wise copies and a bit loop ran at 1.7 GB/s (Q8_0) and 0.15 GB/s (Q5_0) of GGUF
@@ -72,10 +78,7 @@ void pack_group(const WeightView& w, int64_t r0, uint8_t* out) {
       if (mins) std::memcpy(scales + 64 + 2 * r, blk + 2, 2);  // m
       const uint8_t* qs = blk + qs_at;
       for (int k = 0; k < words; ++k) store4(q + 64 * k + 4 * r, load4(qs + 4 * k) ^ flip);
-      if (q5) {
-        const uint32_t qh = load4(blk + qh_at);
-        for (int k = 0; k < 8; ++k) mask[k] |= uint64_t((qh >> (4 * k)) & 0xF) << (4 * r);
-      }
+      if (q5) add_chunk_bits(mask, load4(blk + qh_at), r);
     }
     if (q5) std::memcpy(q + 256, mask, sizeof(mask));
   }
@@ -97,8 +100,7 @@ void pack_group_q1_0(const WeightView& w, int64_t r0, uint8_t* out) {
     for (int r = 0; r < kPackRows; ++r) {
       const uint8_t* grp = w.data + size_t(r0 + r) * w.row_bytes + size_t(b / 4) * sizeof(quant::block_q1_0);
       std::memcpy(scales + 2 * r, grp, 2);
-      const uint32_t bits = load4(grp + 2 + 4 * (b % 4));
-      for (int k = 0; k < 8; ++k) mask[k] |= uint64_t((bits >> (4 * k)) & 0xF) << (4 * r);
+      add_chunk_bits(mask, load4(grp + 2 + 4 * (b % 4)), r);
     }
     std::memcpy(out + packed_quants_at(64, b), mask, sizeof(mask));
   }

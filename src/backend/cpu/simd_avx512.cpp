@@ -1177,9 +1177,7 @@ void tq_prep(const uint8_t* xb, TqAct* a) {
     __builtin_memcpy(a->x + 64 * l, q + lo, 32);
     __builtin_memcpy(a->x + 64 * l + 32, q + hi, 32);
   }
-  int32_t sum = 0;
-  for (int j = 0; j < 16; ++j) sum += q8k_bsum(xb, j);
-  a->sum = sum;
+  a->sum = q8k_sum(xb);
   a->d = q8k_d(xb);
 }
 

@@ -443,6 +443,12 @@ inline int q8k_bsum(const uint8_t* b, int j) {
   __builtin_memcpy(&s, b + 260 + 2 * j, 2);
   return s;
 }
+// The sum of all 256 quants of a Q8_K block (its 16 block sums).
+inline int q8k_sum(const uint8_t* b) {
+  int s = 0;
+  for (int j = 0; j < 16; ++j) s += q8k_bsum(b, j);
+  return s;
+}
 
 inline void scale_min_k4(int j, const uint8_t* q, int* d, int* m) {
   if (j < 4) {
@@ -1650,11 +1656,7 @@ void iqlat_gemm(GgmlType type, int64_t n, const uint8_t* w, size_t ws, int64_t n
 inline void tq2_gemv_256(int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, float* y) {
   const int64_t nsb = n / 256;
   int32_t* xsum = thread_scratch_array<int32_t>(ScratchSlot::IqRows, size_t(nsb));
-  for (int64_t b = 0; b < nsb; ++b) {
-    int32_t sum = 0;
-    for (int j = 0; j < 16; ++j) sum += q8k_bsum(x + b * kQ8KBytes, j);
-    xsum[b] = sum;
-  }
+  for (int64_t b = 0; b < nsb; ++b) xsum[b] = q8k_sum(x + b * kQ8KBytes);
   const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
   for (int64_t r = 0; r < nr; ++r) {
     const uint8_t* wr = w + size_t(r) * ws;
