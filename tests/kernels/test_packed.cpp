@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "common/fp16.h"
 #include "backend/cpu/kernels_dot.h"
+#include "quant/iq_grids.h"
 #include "quant/quant.h"
 #include "kernels/random_weights.h"
 
@@ -281,7 +282,7 @@ TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
     for (Isa isa : supported_isas()) {
       if (isa == Isa::Scalar) continue;
       const PackedGemmFn f = packed_gemm(t, isa);
-      if (!f && t == GgmlType::IQ4_XS && isa == Isa::AvxVnni) continue;  // (no AVX-VNNI kernel)
+      if (!f && packed_iq4_layout(t) && isa == Isa::AvxVnni) continue;  // (no AVX-VNNI kernel)
       ASSERT_NE(f, nullptr) << isa_name(isa);
       for (int64_t nt : {1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 18, 19, 31, 32, 33, 34, 47}) {
         const auto x = random_floats(size_t(nt * cols), rng);
@@ -357,7 +358,7 @@ INSTANTIATE_TEST_SUITE_P(Types, PackedTest,
                                          GgmlType::Q4_1,
                                          GgmlType::Q5_1,
                                          GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                                         GgmlType::IQ4_XS),
+                                         GgmlType::IQ4_XS, GgmlType::IQ3_S, GgmlType::IQ3_XXS),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
 // matmul_multi runs packed jobs together (one quantization, one parallel_for) when they share a
@@ -653,6 +654,27 @@ TEST(Packed, NvFp4ScalesOfEveryCodeAsGgmlReadsThem) {
   ASSERT_GT(kernels.size(), 1u) << "no SIMD kernel ran";
 }
 
+// IQ3_S and IQ3_XXS are held in IQ4_XS's layout as 4-bit codes (repack.h): every byte of their
+// grids, with either sign, must be one of the type's 16 code values.
+TEST(Packed, Iq3GridValuesAreCodesOfTheIq4Layout) {
+  auto covered = [](GgmlType t, int v) {
+    const PackedIq4Values c = packed_iq4_values(t);
+    int n = 0;
+    for (int q = 0; q < 16; ++q) n += c.v[q] == v;
+    return n == 1;
+  };
+  for (uint32_t g : quant::kIq3sGrid.v)
+    for (int k = 0; k < 4; ++k) {
+      const int v = int((g >> (8 * k)) & 0xFF);
+      ASSERT_TRUE(covered(GgmlType::IQ3_S, v) && covered(GgmlType::IQ3_S, -v)) << "IQ3_S grid byte " << v;
+    }
+  for (uint32_t g : quant::kIq3xxsGrid.v)
+    for (int k = 0; k < 4; ++k) {
+      const int v = int((g >> (8 * k)) & 0xFF);
+      ASSERT_TRUE(covered(GgmlType::IQ3_XXS, v) && covered(GgmlType::IQ3_XXS, -v)) << "IQ3_XXS grid byte " << v;
+    }
+}
+
 TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {
   EXPECT_TRUE(packable(GgmlType::Q8_0, 16, 32));
   EXPECT_TRUE(packable(GgmlType::Q4_0, 4864, 896));
@@ -672,6 +694,10 @@ TEST(Packed, OnlyWholeGroupsOfSupportedTypes) {
   EXPECT_TRUE(packable(GgmlType::Q2_K, 32, 512));
   EXPECT_TRUE(packable(GgmlType::IQ4_XS, 16, 256));
   EXPECT_FALSE(packable(GgmlType::IQ4_XS, 16, 224));
+  EXPECT_TRUE(packable(GgmlType::IQ3_S, 16, 256));
+  EXPECT_TRUE(packable(GgmlType::IQ3_XXS, 32, 1024));
+  EXPECT_FALSE(packable(GgmlType::IQ3_XXS, 15, 256));
+  EXPECT_FALSE(packable(GgmlType::IQ2_S, 16, 256));
   EXPECT_TRUE(packable(GgmlType::Q4_1, 16, 256));
   EXPECT_TRUE(packable(GgmlType::Q5_1, 16, 32));
   EXPECT_FALSE(packable(GgmlType::BF16, 16, 256));

@@ -875,8 +875,9 @@ void gemm_256(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const P
 
 template <GgmlType T>
 struct AK {
-  // as the _0 types' kGroup (Q2_K, Q3_K: at most 7; IQ4_XS in sign form: 2 x 127 x 127 a lane)
-  static constexpr int kGroup = T == GgmlType::IQ4_XS ? 1 : T == GgmlType::Q6_K ? 2 : 4;
+  // as the _0 types' kGroup (Q2_K, Q3_K: at most 7; in sign form IQ4_XS 2 x 127 x 127 a lane,
+  // IQ3_XXS 2 x 62 x 127, IQ3_S 2 x 15 x 127)
+  static constexpr int kGroup = T == GgmlType::IQ4_XS ? 1 : T == GgmlType::Q6_K || T == GgmlType::IQ3_XXS ? 2 : 4;
   static constexpr size_t kBlock = packed_kq_block_bytes(T);
   static constexpr size_t kPar = packed_kq_scales(T);
   // Prefill decodes the super-blocks once per call (ak_decode), except Q4_K's nibbles on
@@ -890,28 +891,29 @@ template <GgmlType T>
 constexpr bool kAkSub16 = T == GgmlType::Q6_K || T == GgmlType::Q3_K || T == GgmlType::Q2_K;
 
 // Where a 16-column sub-block k's sum starts: -offset x its activations' sum for the types stored
-// with an offset (Q6_K q + 32, Q3_K q + 4; on AVX-VNNI IQ4_XS, looked up + 128, whose scales are
-// per 32 columns: the whole correction in the first half's sum), else 0.
+// with an offset (Q6_K q + 32, Q3_K q + 4; on AVX-VNNI the packed_iq4_layout types, looked up + 128,
+// whose scales are per 32 columns: the whole correction in the first half's sum), else 0.
 template <GgmlType T>
 __attribute__((always_inline)) inline __m256i ak_offset(const Q8KSums& ks, int k) {
   if constexpr (T == GgmlType::Q6_K) return _mm256_set1_epi32(ks.q6c[k]);
   if constexpr (T == GgmlType::Q3_K) return _mm256_set1_epi32(-4 * ks.bsum[k]);
-  if constexpr (T == GgmlType::IQ4_XS && kVnni)
+  if constexpr (packed_iq4_layout(T) && kVnni)
     return k % 2 == 0 ? _mm256_set1_epi32(ks.off128_32[k / 2]) : _mm256_setzero_si256();
   return _mm256_setzero_si256();
 }
 
-// IQ4_XS's nibbles looked up: on AVX2 as the signed kvalues_iq4nl, multiplied in sign form (its
-// values + 128 would saturate maddubs, as IQ4_NL's: AIQ4); on AVX-VNNI as the values + 128 for
-// vpdpbusd, each sub-block's sum started from -128 x its activations' sum (ak_offset), as the
-// AVX-512 kp_gemv.
+// The packed_iq4_layout types' codes looked up: on AVX2 as their signed values, multiplied in
+// sign form (IQ4_XS's values + 128 would saturate maddubs, as IQ4_NL's: AIQ4); on AVX-VNNI as the
+// values + 128 for vpdpbusd, each sub-block's sum started from -128 x its activations' sum
+// (ak_offset), as the AVX-512 kp_gemv.
 struct AkIq4Table {
   alignas(16) uint8_t v[16];
-  constexpr AkIq4Table() : v{} {
-    for (int i = 0; i < 16; ++i) v[i] = uint8_t(quant::kvalues_iq4nl[i] + (kVnni ? 128 : 0));
+  explicit constexpr AkIq4Table(GgmlType t) : v{} {
+    for (int i = 0; i < 16; ++i) v[i] = uint8_t(packed_iq4_values(t).v[i] + (kVnni ? 128 : 0));
   }
 };
-constexpr AkIq4Table kAkIq4;
+template <GgmlType T>
+constexpr AkIq4Table kAkIq4{T};
 
 // Chunk c of sub-block j, half h: columns 4c..4c+3 (lo) and 16+4c..16+4c+3 (hi), 8 rows.
 template <GgmlType T>
@@ -935,8 +937,8 @@ inline void ak_chunk(const uint8_t* o, int j, int c, int h, __m256i* lo, __m256i
   const __m256i v = _mm256_load_si256((const __m256i*)(o + packed_kq_quants(T, j, c) + 32 * h));
   *lo = _mm256_and_si256(v, m4);
   *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-  if constexpr (T == GgmlType::IQ4_XS) {
-    const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kAkIq4.v));
+  if constexpr (packed_iq4_layout(T)) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kAkIq4<T>.v));
     *lo = _mm256_shuffle_epi8(table, *lo);
     *hi = _mm256_shuffle_epi8(table, *hi);
   }
@@ -974,10 +976,10 @@ __attribute__((always_inline)) inline void ak_accumulate(__m256i lo, __m256i hi,
   s0 = _mm256_dpbusd_avx_epi32(s0, lo, x0);
   s1 = _mm256_dpbusd_avx_epi32(s1, hi, x1);
 #else
-  const __m256i q0 = T == GgmlType::IQ4_XS ? _mm256_maddubs_epi16(_mm256_sign_epi8(lo, lo), _mm256_sign_epi8(x0, lo))
-                                           : _mm256_maddubs_epi16(lo, x0);
-  const __m256i q1 = T == GgmlType::IQ4_XS ? _mm256_maddubs_epi16(_mm256_sign_epi8(hi, hi), _mm256_sign_epi8(x1, hi))
-                                           : _mm256_maddubs_epi16(hi, x1);
+  const __m256i q0 = packed_iq4_layout(T) ? _mm256_maddubs_epi16(_mm256_sign_epi8(lo, lo), _mm256_sign_epi8(x0, lo))
+                                          : _mm256_maddubs_epi16(lo, x0);
+  const __m256i q1 = packed_iq4_layout(T) ? _mm256_maddubs_epi16(_mm256_sign_epi8(hi, hi), _mm256_sign_epi8(x1, hi))
+                                          : _mm256_maddubs_epi16(hi, x1);
   if constexpr (kAkScaledMadd<T>) {
     static_assert(AK<T>::kGroup == 4, "one madd a sub-block carries the scale");
     const __m256i q01 = _mm256_add_epi16(q0, q1);
@@ -1011,7 +1013,7 @@ __attribute__((always_inline)) inline AkScales ak_scales(const uint8_t* par, int
     const __m256i m4 = _mm256_set1_epi32(0x0F);
     return {_mm256_and_si256(sm, m4), _mm256_and_si256(_mm256_srli_epi32(sm, 16), m4)};
   }
-  if constexpr (T == GgmlType::IQ4_XS) {  // int8 scales (less 32)
+  if constexpr (packed_iq4_layout(T)) {  // int8 scales (IQ4_XS's less 32)
     const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(par + 16 * j + 8 * h)));
     return {sc, sc};
   }
@@ -1039,9 +1041,10 @@ __attribute__((always_inline)) inline __m256i ak_apply(const AkScales& sc, __m25
 template <GgmlType T>
 __attribute__((always_inline)) inline __m256 ak_term(const uint8_t* par, int h, __m256i isum, const Q8KSums& ks) {
   const __m256 xd = _mm256_set1_ps(ks.d);
-  const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqD + 16 * h)));
+  __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i*)(par + kKqD + 16 * h)));
+  if constexpr (packed_iq4_final(T) != 1.0f) d = _mm256_mul_ps(d, _mm256_set1_ps(packed_iq4_final(T)));
   __m256 term = _mm256_mul_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum));
-  if constexpr (T != GgmlType::Q6_K && T != GgmlType::Q3_K && T != GgmlType::IQ4_XS) {
+  if constexpr (T != GgmlType::Q6_K && T != GgmlType::Q3_K && !packed_iq4_layout(T)) {
     __m256i msum = _mm256_setzero_si256();
     if constexpr (T == GgmlType::Q2_K) {  // the min pairs (2j, 2j + 1) against the bsum pairs
       for (int j = 0; j < 8; ++j) {
@@ -1472,7 +1475,7 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
 #if !MINFER_PACKED_VNNI
-      if constexpr (NT == 4 && T != GgmlType::IQ4_XS)  // (IQ4_XS: the C++ loop below, sign form)
+      if constexpr (NT == 4 && !packed_iq4_layout(T))  // (IQ4_XS, IQ3: the C++ loop below, sign form)
         if (decoded) {
           const uint8_t* x0 = reinterpret_cast<const uint8_t*>(xb[0]->qs) + 32 * j;
           const uint8_t* d = decoded + 4096 * b + 512 * j + 32 * h;
@@ -1505,7 +1508,7 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
         s0[t] = ak_offset<T>(*ks[t], 2 * j);
         s1[t] = ak_offset<T>(*ks[t], 2 * j + 1);
       }
-      [[maybe_unused]] __m256i p0[NT], p1[NT];  // AVX2: maddubs sums of up to kGroup chunks
+      [[maybe_unused]] __m256i p0[NT] = {}, p1[NT] = {};  // AVX2: maddubs sums of up to kGroup chunks
       for (int c = 0; c < 4; ++c) {
         __m256i lo, hi;
         if (decoded) {
@@ -1643,6 +1646,8 @@ PackedGemmFn packed_gemm_256(GgmlType t) {
   if (t == GgmlType::Q3_K) return &ak_gemm<GgmlType::Q3_K>;
   if (t == GgmlType::Q2_K) return &ak_gemm<GgmlType::Q2_K>;
   if (t == GgmlType::IQ4_XS) return &ak_gemm<GgmlType::IQ4_XS>;
+  if (t == GgmlType::IQ3_S) return &ak_gemm<GgmlType::IQ3_S>;
+  if (t == GgmlType::IQ3_XXS) return &ak_gemm<GgmlType::IQ3_XXS>;
   return nullptr;
 }
 

@@ -68,7 +68,7 @@ inline float ue4m3_scale(uint8_t code) {
 }
 
 // Quant k (0..255) of row r in the K-quant super-block o (repack.h), unsigned (Q3_K: q + 4,
-// IQ4_XS: its value + 128).
+// IQ4_XS, IQ3_S, IQ3_XXS: its value + 128).
 inline int kquant(GgmlType t, const uint8_t* o, int r, int k) {
   const int j = k / 32, e = k % 32, c = (e % 16) / 4, lane = 4 * r + e % 4;
   const bool hi = e >= 16;
@@ -78,7 +78,7 @@ inline int kquant(GgmlType t, const uint8_t* o, int r, int k) {
            (((o[packed_kq_extra(t, j) + lane] >> (4 * hi + c)) & 1) << 2);
   const uint8_t v = o[packed_kq_quants(t, j, c) + lane];
   int q = hi ? v >> 4 : v & 0x0F;
-  if (t == GgmlType::IQ4_XS) return quant::kvalues_iq4nl[q] + 128;
+  if (packed_iq4_layout(t)) return packed_iq4_values(t).v[q] + 128;
   if (t == GgmlType::Q5_K) q |= ((o[packed_kq_extra(t, j) + 16 * c + 8 * hi + lane / 8] >> (lane % 8)) & 1) << 4;
   if (t == GgmlType::Q6_K)
     q |= ((o[packed_kq_extra(t, j) + 64 * (c / 2) + lane] >> (4 * (c % 2) + 2 * hi)) & 3) << 4;
@@ -118,14 +118,14 @@ void packed_kq_scalar(GgmlType wtype, const uint8_t* wp, int64_t n_groups, int64
             uint16_t hm;
             std::memcpy(&hm, par + kKqDmin + 2 * r, 2);
             acc += (fp16_to_fp32(hd) * xd) * float(isum) - (fp16_to_fp32(hm) * xd) * float(summs);
-          } else if (wtype == GgmlType::IQ4_XS) {  // dot_iq4_xs's sums: values + 128, less 128 x sum(x)
+          } else if (packed_iq4_layout(wtype)) {  // dot_iq4_xs's, dot_lattice's sums: values + 128, less 128 x sum(x)
             int isum = 0;
             for (int j = 0; j < 8; ++j) {
               int part = -128 * (bsum[2 * j] + bsum[2 * j + 1]);
               for (int k = 32 * j; k < 32 * j + 32; ++k) part += kquant(wtype, o, r, k) * xq[k];
               isum += int8_t(par[16 * j + r]) * part;
             }
-            acc += (fp16_to_fp32(hd) * xd) * float(isum);
+            acc += (fp16_to_fp32(hd) * packed_iq4_final(wtype) * xd) * float(isum);
           } else if (q6) {
             int isum = 0;
             for (int s = 0; s < 16; ++s) {

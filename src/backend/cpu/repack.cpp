@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/threadpool.h"
 #include "common/error.h"
 #include "quant/blocks.h"
+#include "quant/iq_lattice.h"
 #include "quant/quant.h"
 
 namespace minfer::cpu {
@@ -173,10 +175,39 @@ inline void store_chunk_words(uint8_t* o, int j, int r, U32x4 v) {
 // One K-quant group: rows r0..r0+15 of w (layout in repack.h). Four lanes (columns) at a
 // time as 32-bit words: the GGUF nibbles of columns 4c..4c+3 and 16+4c..16+4c+3 of a
 // sub-block lie 4 bytes apart in both layouts.
+// The 4-bit code of each value of a packed_iq4_layout type: codes[v + 128] (0xFF: none).
+struct Iq4Codes {
+  uint8_t of[256];
+  explicit constexpr Iq4Codes(GgmlType t) : of{} {
+    for (auto& c : of) c = 0xFF;
+    const PackedIq4Values v = packed_iq4_values(t);
+    for (int q = 0; q < 16; ++q) of[v.v[q] + 128] = uint8_t(q);
+  }
+};
+
+// A lattice super-block's sub-block j (IQ3_S, IQ3_XXS: quant::LatIq3s, LatIq3xxs) as IQ4_XS's
+// 16 bytes of nibbles (low: columns 0-15, high: 16-31) of its values' codes.
+template <class L>
+inline U32x4 lattice_nibbles(const typename L::Block& q, int j, const Iq4Codes& codes) {
+  uint8_t c[32];
+  for (int l = 0; l < 4; ++l) {
+    const uint64_t g = L::grid(q, j, l);
+    const uint8_t s = L::signs(q, j, l);
+    for (int k = 0; k < 8; ++k) {
+      const int v = int(uint8_t(g >> (8 * k)));
+      c[8 * l + k] = codes.of[((s >> k) & 1 ? -v : v) + 128];
+    }
+  }
+  uint8_t nib[16];
+  for (int i = 0; i < 16; ++i) nib[i] = uint8_t(c[i] | (c[16 + i] << 4));
+  return load16(nib);
+}
+
 template <GgmlType T>
 void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
   constexpr bool q2 = T == GgmlType::Q2_K, q3 = T == GgmlType::Q3_K, q5 = T == GgmlType::Q5_K,
-                 q6 = T == GgmlType::Q6_K, iq4 = T == GgmlType::IQ4_XS;
+                 q6 = T == GgmlType::Q6_K, iq4 = T == GgmlType::IQ4_XS,
+                 iq3 = T == GgmlType::IQ3_S || T == GgmlType::IQ3_XXS;
   constexpr uint32_t m2 = 0x03030303;
   const int64_t nsb = w.cols / 256;
   const size_t bb = type_traits(T).type_size;
@@ -227,6 +258,15 @@ void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
           par[16 * j + r] = uint8_t(int8_t(quant::iq4_xs_scale(*q, j)));
         }
         std::memcpy(par + kKqD + 2 * r, &q->d, 2);
+      } else if constexpr (iq3) {
+        using L = std::conditional_t<T == GgmlType::IQ3_S, quant::LatIq3s, quant::LatIq3xxs>;
+        static constexpr Iq4Codes kCodes(T);
+        const auto& q = *reinterpret_cast<const typename L::Block*>(blk);
+        for (int j = 0; j < 8; ++j) {
+          store_chunk_words<T>(o, j, r, lattice_nibbles<L>(q, j, kCodes));
+          par[16 * j + r] = uint8_t(L::scale(q, j, 0));
+        }
+        std::memcpy(par + kKqD + 2 * r, &q.d, 2);
       } else if constexpr (q6) {
         const auto* q = reinterpret_cast<const quant::block_q6_K*>(blk);
         for (int j = 0; j < 8; ++j) {
@@ -298,6 +338,8 @@ void pack_weight(const WeightView& w, uint8_t* out) {
       case GgmlType::Q5_K: pack_kgroup<GgmlType::Q5_K>(w, r0, o); break;
       case GgmlType::Q6_K: pack_kgroup<GgmlType::Q6_K>(w, r0, o); break;
       case GgmlType::IQ4_XS: pack_kgroup<GgmlType::IQ4_XS>(w, r0, o); break;
+      case GgmlType::IQ3_S: pack_kgroup<GgmlType::IQ3_S>(w, r0, o); break;
+      case GgmlType::IQ3_XXS: pack_kgroup<GgmlType::IQ3_XXS>(w, r0, o); break;
       case GgmlType::NVFP4: pack_group_nvfp4(w, r0, o); break;
       case GgmlType::Q1_0: pack_group_q1_0(w, r0, o); break;
       case GgmlType::Q2_0: pack_group_q2_0(w, r0, o); break;

@@ -31,20 +31,45 @@
 
 #include "backend/cpu/aligned_buffer.h"
 #include "backend/cpu/kernels.h"
+#include "quant/blocks.h"
+#include "quant/iq_grids.h"
 
 namespace minfer::cpu {
 
 constexpr int64_t kPackRows = 16;
 
 // Whether weights of this type and shape have a packed layout: Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, NVFP4, Q1_0, Q2_0 (rows of
-// whole 32-blocks) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (whole 256-blocks) with at least 16 rows. Only whole
+// whole 32-blocks) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ3_S, IQ3_XXS (whole 256-blocks) with at least 16 rows. Only whole
 // groups are packed (rows / 16 of them); matmul computes the last rows % 16 rows from the GGUF
 // layout.
 bool packable(GgmlType type, int64_t rows, int64_t cols);
 
+// IQ4_XS's layout also holds IQ3_S and IQ3_XXS, exactly: each of their values (a grid byte
+// times its sign) is a 4-bit code of the type's 16 values (packed_iq4_values: IQ3_S's grid bytes
+// are the odd 1..15, IQ3_XXS's eight even ones, each with either sign), each 32-column
+// sub-block's odd scale 2s + 1 is the int8 scale, d is the block's, and IQ3_XXS's final 1/4
+// (a power of two: the products round alike) is applied with d (packed_iq4_final). Their grid
+// lookups bound their GGUF-layout kernels (session 17); the codes cost 24 % (IQ3_S) and 39 %
+// (IQ3_XXS) more bytes.
+constexpr bool packed_iq4_layout(GgmlType type) {
+  return type == GgmlType::IQ4_XS || type == GgmlType::IQ3_S || type == GgmlType::IQ3_XXS;
+}
+struct PackedIq4Values {
+  int8_t v[16];
+};
+// Codes 0-7 are the grid's byte values negated (largest first), 8-15 the values.
+constexpr PackedIq4Values packed_iq4_values(GgmlType type) {
+  PackedIq4Values t{};
+  const uint8_t* grid = type == GgmlType::IQ3_S ? quant::iq_grid_detail::kIq3sValues : quant::iq_grid_detail::kIq3xxsValues;
+  for (int q = 0; q < 16; ++q)
+    t.v[q] = type == GgmlType::IQ4_XS ? quant::kvalues_iq4nl[q] : int8_t(q < 8 ? -grid[7 - q] : grid[q - 8]);
+  return t;
+}
+constexpr float packed_iq4_final(GgmlType type) { return type == GgmlType::IQ3_XXS ? 0.25f : 1.0f; }
+
 constexpr bool packed_kquant(GgmlType type) {
   return type == GgmlType::Q2_K || type == GgmlType::Q3_K || type == GgmlType::Q4_K || type == GgmlType::Q5_K ||
-         type == GgmlType::Q6_K || type == GgmlType::IQ4_XS;
+         type == GgmlType::Q6_K || packed_iq4_layout(type);
 }
 // Columns per packed block: 32, or 256 for the K-quants.
 constexpr int64_t packed_block_cols(GgmlType type) { return packed_kquant(type) ? 256 : 32; }
@@ -121,6 +146,7 @@ struct PackedQuants {
 //   Q2_K: only those two vectors of 2-bit fields;
 //   IQ4_XS: Q4_K's quants (its nibbles as they are: the kernels look their values up in
 //     kvalues_iq4nl), then its scales less 32 as int8 [j][r] and d[16] where Q4_K has them;
+//     IQ3_S, IQ3_XXS likewise (packed_iq4_layout);
 //   then Q4_K/Q5_K: the 6-bit scales as bytes [j][r], the mins as byte pairs [j / 2][r][j % 2],
 //     then d[16] and dmin[16] (F16); Q6_K and Q3_K: the int8 scales of the 16-column
 //     sub-blocks [k][r] (Q3_K's less 32, as it applies them), d[16]; Q2_K: its scale | min << 4
@@ -129,7 +155,7 @@ struct PackedQuants {
 constexpr size_t packed_kq_block_bytes(GgmlType type) {
   return type == GgmlType::Q2_K ? 1024 + 256 + 64
        : type == GgmlType::Q3_K ? 1536 + 256 + 64  // d, then 32 bytes of padding
-       : type == GgmlType::Q4_K || type == GgmlType::IQ4_XS ? 2048 + 256 + 64
+       : type == GgmlType::Q4_K || packed_iq4_layout(type) ? 2048 + 256 + 64
        : type == GgmlType::Q5_K ? 2048 + 512 + 256 + 64
        : type == GgmlType::Q6_K ? 2048 + 1024 + 256 + 64  // d, then 32 bytes of padding
                                 : 0;

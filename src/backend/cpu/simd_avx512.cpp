@@ -301,14 +301,16 @@ struct Q6KPanel {
 struct Q2KPanel {
   static constexpr size_t kBlock = kQuantBytes + 24 * 64 + 2 * 64;  // quants, sc[16], mins[8], d, dmin
 };
-// kvalues_iq4nl + 128 (1..241), the unsigned form vpdpbusd multiplies.
+// The values of the 4-bit codes (IQ4_XS: kvalues_iq4nl; packed_iq4_values) + 128, the unsigned
+// form vpdpbusd multiplies.
 struct Iq4Table {
   alignas(16) uint8_t v[16];
-  constexpr Iq4Table() : v{} {
-    for (int i = 0; i < 16; ++i) v[i] = uint8_t(quant::kvalues_iq4nl[i] + 128);
+  explicit constexpr Iq4Table(GgmlType t) : v{} {
+    for (int i = 0; i < 16; ++i) v[i] = uint8_t(packed_iq4_values(t).v[i] + 128);
   }
 };
-constexpr Iq4Table kIq4Offset128;
+template <GgmlType T>
+constexpr Iq4Table kIq4Offset128{T};
 
 // The i-quants: signed values stored + 128 (unsigned for vpdpbusd; Q8KSums::off128_* takes the
 // 128 back), integer scales per sub-block, one float d (the lattice types' final 1/8 or 1/4
@@ -404,7 +406,7 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
       if (type == GgmlType::IQ4_XS) {  // its nibbles straight through the + 128 table (the
         // lattice decoder's sign steps cost 5-11 % of IQ4_XS's prompt time)
         wb = w + size_t(r) * ws + b * 136;
-        const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kIq4Offset128.v));
+        const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i*)kIq4Offset128<GgmlType::IQ4_XS>.v));
         for (int j = 0; j < 8; ++j) {
           const __m128i v = _mm_loadu_si128((const __m128i*)(wb + 8 + 16 * j));
           const __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v),
@@ -1125,7 +1127,7 @@ inline __m256i iq4xs_scales8(const uint8_t* wb) {
 
 inline float iq4xs_gemv_row(const uint8_t* wr, int64_t nsb, const uint8_t* x, const Iq4GemvAct* act) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i*)kIq4Offset128.v));
+  const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i*)kIq4Offset128<GgmlType::IQ4_XS>.v));
   // int32 lane l of half k takes block 4k + l / 4.
   const __m512i spread[2] = {_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
                              _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)};
@@ -1363,8 +1365,8 @@ inline void kp_chunk(const uint8_t* o, int j, int c, __m512i* lo, __m512i* hi) {
   const __m512i v = _mm512_load_si512(o + packed_kq_quants(T, j, c));
   *lo = _mm512_and_si512(v, m4);
   *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-  if constexpr (T == GgmlType::IQ4_XS) {  // kvalues_iq4nl + 128
-    const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i*)kIq4Offset128.v));
+  if constexpr (packed_iq4_layout(T)) {  // the codes' values + 128
+    const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i*)kIq4Offset128<T>.v));
     *lo = _mm512_shuffle_epi8(table, *lo);
     *hi = _mm512_shuffle_epi8(table, *hi);
   }
@@ -1416,7 +1418,7 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
       } else if constexpr (T == GgmlType::Q3_K) {  // its quants are stored + 4
         s0 = _mm512_set1_epi32(-4 * ks[b].bsum[2 * j]);
         s1 = _mm512_set1_epi32(-4 * ks[b].bsum[2 * j + 1]);
-      } else if constexpr (T == GgmlType::IQ4_XS) {  // its values are looked up + 128
+      } else if constexpr (packed_iq4_layout(T)) {  // its values are looked up + 128
         s0 = _mm512_set1_epi32(ks[b].off128_32[j]);
         s1 = _mm512_setzero_si512();
       } else {
@@ -1455,7 +1457,7 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
         const __m512i c0 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j)));
         const __m512i c1 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 32 * j + 16)));
         isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(s0, c0), _mm512_mullo_epi32(s1, c1)));
-      } else if constexpr (T == GgmlType::IQ4_XS) {  // int8 scales (less 32)
+      } else if constexpr (packed_iq4_layout(T)) {  // int8 scales (IQ4_XS's less 32)
         const __m512i sc = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j)));
         isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
       } else if constexpr (T == GgmlType::Q4_K) {
@@ -1467,12 +1469,13 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
         isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
       }
     }
-    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD)));
+    __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD)));
+    if constexpr (packed_iq4_final(T) != 1.0f) d = _mm512_mul_ps(d, _mm512_set1_ps(packed_iq4_final(T)));
     __m512 term = _mm512_mul_ps(_mm512_mul_ps(d, xd), _mm512_cvtepi32_ps(isum));
     if constexpr (T == GgmlType::Q2_K) {
       const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqDmin)));
       term = _mm512_sub_ps(term, _mm512_mul_ps(_mm512_mul_ps(dm, xd), _mm512_cvtepi32_ps(msum2)));
-    } else if constexpr (!kPackedSub16<T> && T != GgmlType::IQ4_XS) {
+    } else if constexpr (!kPackedSub16<T> && !packed_iq4_layout(T)) {
       // Mins: lane r of pair p holds (min 2p, min 2p+1) of row r as int16; the activations'
       // bsum pairs of those sub-blocks likewise (Q8KSums::pair16, |pair| <= 32 x 128).
       __m512i msum = _mm512_setzero_si512();
@@ -1519,10 +1522,12 @@ inline void kp_panel(const uint8_t* o, uint8_t* pb) {
     }
     _mm512_store_ps(pb + kQuantBytes + 24 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD))));
     _mm512_store_ps(pb + kQuantBytes + 25 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqDmin))));
-  } else if constexpr (T == GgmlType::IQ4_XS) {  // Off128Panel: sc[8], d
+  } else if constexpr (packed_iq4_layout(T)) {  // Off128Panel: sc[8], d (x the final factor)
     for (int j = 0; j < 8; ++j)
       _mm512_store_si512(sc + 16 * j, _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j))));
-    _mm512_store_ps(pb + kQuantBytes + 8 * 64, _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD))));
+    _mm512_store_ps(pb + kQuantBytes + 8 * 64,
+                    _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD))),
+                                  _mm512_set1_ps(packed_iq4_final(T))));
   } else if constexpr (kPackedSub16<T>) {
     for (int k = 0; k < 16; ++k)
       _mm512_store_si512(sc + 16 * k, _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 16 * k))));
@@ -2072,6 +2077,8 @@ PackedGemmFn packed_kq_gemm_avx512(GgmlType t, bool amx) {
     case GgmlType::Q3_K: return amx ? &kp_gemm<GgmlType::Q3_K, Q6KPanel, true> : &kp_gemm<GgmlType::Q3_K, Q6KPanel, false>;
     case GgmlType::Q2_K: return amx ? &kp_gemm<GgmlType::Q2_K, Q2KPanel, true> : &kp_gemm<GgmlType::Q2_K, Q2KPanel, false>;
     case GgmlType::IQ4_XS: return amx ? nullptr : &kp_gemm<GgmlType::IQ4_XS, Off128Panel, false>;
+    case GgmlType::IQ3_S: return amx ? nullptr : &kp_gemm<GgmlType::IQ3_S, Off128Panel, false>;
+    case GgmlType::IQ3_XXS: return amx ? nullptr : &kp_gemm<GgmlType::IQ3_XXS, Off128Panel, false>;
     default: return nullptr;
   }
 }
