@@ -655,12 +655,14 @@ TEST(Packed, NvFp4ScalesOfEveryCodeAsGgmlReadsThem) {
 }
 
 // IQ3_S and IQ3_XXS are held in IQ4_XS's layout as 4-bit codes (repack.h): every byte of their
-// grids, with either sign, must be one of the type's 16 code values.
+// grids, with either sign, must be one of the type's 16 code values (IQ3_XXS's halved, exactly),
+// each within +-31 (AVX2 multiplies them + 32 as unsigned bytes of at most 63).
 TEST(Packed, Iq3GridValuesAreCodesOfTheIq4Layout) {
   auto covered = [](GgmlType t, int v) {
     const PackedIq4Values c = packed_iq4_values(t);
+    const int div = packed_iq4_grid_divisor(t);
     int n = 0;
-    for (int q = 0; q < 16; ++q) n += c.v[q] == v;
+    for (int q = 0; q < 16; ++q) n += c.v[q] * div == v && c.v[q] >= -31 && c.v[q] <= 31;
     return n == 1;
   };
   for (uint32_t g : quant::kIq3sGrid.v)

@@ -873,11 +873,15 @@ void gemm_256(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nb, const P
 // scalar kernels' float steps (as the AVX-512 kp_gemv). Their quants are at most 63: unsigned
 // maddubs never saturates.
 
+// On plain AVX2 the IQ3 types' codes are looked up + 32 (1..63: repack.h), unsigned for maddubs as
+// Q6_K's quants, with Q6_K's offset term: they run Q6_K's steps, scaled per 32 columns.
+template <GgmlType T>
+constexpr bool kAkQ6Form = T == GgmlType::Q6_K || (!kVnni && (T == GgmlType::IQ3_S || T == GgmlType::IQ3_XXS));
+
 template <GgmlType T>
 struct AK {
-  // as the _0 types' kGroup (Q2_K, Q3_K: at most 7; in sign form IQ4_XS 2 x 127 x 127 a lane,
-  // IQ3_XXS 2 x 62 x 127, IQ3_S 2 x 15 x 127)
-  static constexpr int kGroup = T == GgmlType::IQ4_XS ? 1 : T == GgmlType::Q6_K || T == GgmlType::IQ3_XXS ? 2 : 4;
+  // as the _0 types' kGroup (Q2_K, Q3_K: at most 7; IQ4_XS in sign form: 2 x 127 x 127 a lane)
+  static constexpr int kGroup = T == GgmlType::IQ4_XS ? 1 : kAkQ6Form<T> ? 2 : 4;
   static constexpr size_t kBlock = packed_kq_block_bytes(T);
   static constexpr size_t kPar = packed_kq_scales(T);
   // Prefill decodes the super-blocks once per call (ak_decode), except Q4_K's nibbles on
@@ -895,21 +899,22 @@ constexpr bool kAkSub16 = T == GgmlType::Q6_K || T == GgmlType::Q3_K || T == Ggm
 // whose scales are per 32 columns: the whole correction in the first half's sum), else 0.
 template <GgmlType T>
 __attribute__((always_inline)) inline __m256i ak_offset(const Q8KSums& ks, int k) {
-  if constexpr (T == GgmlType::Q6_K) return _mm256_set1_epi32(ks.q6c[k]);
+  if constexpr (kAkQ6Form<T>) return _mm256_set1_epi32(ks.q6c[k]);
   if constexpr (T == GgmlType::Q3_K) return _mm256_set1_epi32(-4 * ks.bsum[k]);
   if constexpr (packed_iq4_layout(T) && kVnni)
     return k % 2 == 0 ? _mm256_set1_epi32(ks.off128_32[k / 2]) : _mm256_setzero_si256();
   return _mm256_setzero_si256();
 }
 
-// The packed_iq4_layout types' codes looked up: on AVX2 as their signed values, multiplied in
-// sign form (IQ4_XS's values + 128 would saturate maddubs, as IQ4_NL's: AIQ4); on AVX-VNNI as the
-// values + 128 for vpdpbusd, each sub-block's sum started from -128 x its activations' sum
-// (ak_offset), as the AVX-512 kp_gemv.
+// The packed_iq4_layout types' codes looked up: on AVX2 IQ4_XS's as its signed values, multiplied
+// in sign form (its values + 128 would saturate maddubs, as IQ4_NL's: AIQ4), the IQ3 types' + 32
+// (kAkQ6Form); on AVX-VNNI as the values + 128 for vpdpbusd, each sub-block's sum started from
+// -128 x its activations' sum (ak_offset), as the AVX-512 kp_gemv.
 struct AkIq4Table {
   alignas(16) uint8_t v[16];
   explicit constexpr AkIq4Table(GgmlType t) : v{} {
-    for (int i = 0; i < 16; ++i) v[i] = uint8_t(packed_iq4_values(t).v[i] + (kVnni ? 128 : 0));
+    const int offset = kVnni ? 128 : t == GgmlType::IQ4_XS ? 0 : 32;
+    for (int i = 0; i < 16; ++i) v[i] = uint8_t(packed_iq4_values(t).v[i] + offset);
   }
 };
 template <GgmlType T>
@@ -976,10 +981,10 @@ __attribute__((always_inline)) inline void ak_accumulate(__m256i lo, __m256i hi,
   s0 = _mm256_dpbusd_avx_epi32(s0, lo, x0);
   s1 = _mm256_dpbusd_avx_epi32(s1, hi, x1);
 #else
-  const __m256i q0 = packed_iq4_layout(T) ? _mm256_maddubs_epi16(_mm256_sign_epi8(lo, lo), _mm256_sign_epi8(x0, lo))
-                                          : _mm256_maddubs_epi16(lo, x0);
-  const __m256i q1 = packed_iq4_layout(T) ? _mm256_maddubs_epi16(_mm256_sign_epi8(hi, hi), _mm256_sign_epi8(x1, hi))
-                                          : _mm256_maddubs_epi16(hi, x1);
+  const __m256i q0 = T == GgmlType::IQ4_XS ? _mm256_maddubs_epi16(_mm256_sign_epi8(lo, lo), _mm256_sign_epi8(x0, lo))
+                                           : _mm256_maddubs_epi16(lo, x0);
+  const __m256i q1 = T == GgmlType::IQ4_XS ? _mm256_maddubs_epi16(_mm256_sign_epi8(hi, hi), _mm256_sign_epi8(x1, hi))
+                                           : _mm256_maddubs_epi16(hi, x1);
   if constexpr (kAkScaledMadd<T>) {
     static_assert(AK<T>::kGroup == 4, "one madd a sub-block carries the scale");
     const __m256i q01 = _mm256_add_epi16(q0, q1);
@@ -1475,7 +1480,7 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
 #if !MINFER_PACKED_VNNI
-      if constexpr (NT == 4 && !packed_iq4_layout(T))  // (IQ4_XS, IQ3: the C++ loop below, sign form)
+      if constexpr (NT == 4 && T != GgmlType::IQ4_XS)  // (IQ4_XS: the C++ loop below, sign form)
         if (decoded) {
           const uint8_t* x0 = reinterpret_cast<const uint8_t*>(xb[0]->qs) + 32 * j;
           const uint8_t* d = decoded + 4096 * b + 512 * j + 32 * h;
@@ -1486,13 +1491,14 @@ inline void ak_tile(const uint8_t* grp, const uint8_t* decoded, int64_t nsb, int
             const __m256i sa = _mm256_or_si256(sc.a, _mm256_slli_epi32(sc.a, 16));  // 0..63: no sign
             ak_q5k_sub4(isum, d, x0, x0 + 2 * x.stride, int64_t(x.stride), sa);
           } else {
-            // Scales as int16 pairs; the offset term -k x bsum x scale of both halves (Q6_K k = 32,
-            // Q3_K 4, Q2_K none) is one madd of the bsum pair against the pair (-k sa, -k sb).
+            // Scales as int16 pairs; the offset term -k x bsum x scale of both halves (Q6_K and the
+            // IQ3 types k = 32, Q3_K 4, Q2_K none) is one madd of the bsum pair against the pair
+            // (-k sa, -k sb).
             const __m256i m16 = _mm256_set1_epi32(0xFFFF);
             const __m256i sa = _mm256_or_si256(_mm256_and_si256(sc.a, m16), _mm256_slli_epi32(sc.a, 16));
             const __m256i sb = _mm256_or_si256(_mm256_and_si256(sc.b, m16), _mm256_slli_epi32(sc.b, 16));
             if constexpr (T != GgmlType::Q2_K) {
-              constexpr int lg = T == GgmlType::Q6_K ? 5 : 2;  // log2 k
+              constexpr int lg = kAkQ6Form<T> ? 5 : 2;  // log2 k
               const __m256i off = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(sc.a, lg), m16),
                                                   _mm256_slli_epi32(sc.b, 16 + lg));  // k sa | k sb << 16
               for (int t = 0; t < 4; ++t)

@@ -175,13 +175,14 @@ inline void store_chunk_words(uint8_t* o, int j, int r, U32x4 v) {
 // One K-quant group: rows r0..r0+15 of w (layout in repack.h). Four lanes (columns) at a
 // time as 32-bit words: the GGUF nibbles of columns 4c..4c+3 and 16+4c..16+4c+3 of a
 // sub-block lie 4 bytes apart in both layouts.
-// The 4-bit code of each value of a packed_iq4_layout type: codes[v + 128] (0xFF: none).
+// The 4-bit code of each grid value (a grid byte with its sign) of a packed_iq4_layout type:
+// codes[v + 128] (0xFF: none).
 struct Iq4Codes {
   uint8_t of[256];
   explicit constexpr Iq4Codes(GgmlType t) : of{} {
     for (auto& c : of) c = 0xFF;
     const PackedIq4Values v = packed_iq4_values(t);
-    for (int q = 0; q < 16; ++q) of[v.v[q] + 128] = uint8_t(q);
+    for (int q = 0; q < 16; ++q) of[v.v[q] * packed_iq4_grid_divisor(t) + 128] = uint8_t(q);
   }
 };
 

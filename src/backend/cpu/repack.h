@@ -46,26 +46,29 @@ bool packable(GgmlType type, int64_t rows, int64_t cols);
 
 // IQ4_XS's layout also holds IQ3_S and IQ3_XXS, exactly: each of their values (a grid byte
 // times its sign) is a 4-bit code of the type's 16 values (packed_iq4_values: IQ3_S's grid bytes
-// are the odd 1..15, IQ3_XXS's eight even ones, each with either sign), each 32-column
-// sub-block's odd scale 2s + 1 is the int8 scale, d is the block's, and IQ3_XXS's final 1/4
-// (a power of two: the products round alike) is applied with d (packed_iq4_final). Their grid
-// lookups bound their GGUF-layout kernels (session 17); the codes cost 24 % (IQ3_S) and 39 %
-// (IQ3_XXS) more bytes.
+// are the odd 1..15, IQ3_XXS's eight even ones 4..62, held halved, each with either sign), each
+// 32-column sub-block's odd scale 2s + 1 is the int8 scale, d is the block's, and the final
+// factor (IQ3_XXS's 1/4, times 2 for the halving: powers of two, so the products round alike) is
+// applied with d (packed_iq4_final). All values within +-31, as Q6_K's less 32, so AVX2 multiplies
+// them + 32 as Q6_K's quants. Their grid lookups bound their GGUF-layout kernels (session 17);
+// the codes cost 24 % (IQ3_S) and 39 % (IQ3_XXS) more bytes.
 constexpr bool packed_iq4_layout(GgmlType type) {
   return type == GgmlType::IQ4_XS || type == GgmlType::IQ3_S || type == GgmlType::IQ3_XXS;
 }
 struct PackedIq4Values {
   int8_t v[16];
 };
-// Codes 0-7 are the grid's byte values negated (largest first), 8-15 the values.
+// Codes 0-7 are the grid's byte values negated (largest first), 8-15 the values (IQ3_XXS's halved).
+constexpr int packed_iq4_grid_divisor(GgmlType type) { return type == GgmlType::IQ3_XXS ? 2 : 1; }
 constexpr PackedIq4Values packed_iq4_values(GgmlType type) {
   PackedIq4Values t{};
   const uint8_t* grid = type == GgmlType::IQ3_S ? quant::iq_grid_detail::kIq3sValues : quant::iq_grid_detail::kIq3xxsValues;
+  const int div = packed_iq4_grid_divisor(type);
   for (int q = 0; q < 16; ++q)
-    t.v[q] = type == GgmlType::IQ4_XS ? quant::kvalues_iq4nl[q] : int8_t(q < 8 ? -grid[7 - q] : grid[q - 8]);
+    t.v[q] = type == GgmlType::IQ4_XS ? quant::kvalues_iq4nl[q] : int8_t(q < 8 ? -grid[7 - q] / div : grid[q - 8] / div);
   return t;
 }
-constexpr float packed_iq4_final(GgmlType type) { return type == GgmlType::IQ3_XXS ? 0.25f : 1.0f; }
+constexpr float packed_iq4_final(GgmlType type) { return type == GgmlType::IQ3_XXS ? 0.5f : 1.0f; }
 
 constexpr bool packed_kquant(GgmlType type) {
   return type == GgmlType::Q2_K || type == GgmlType::Q3_K || type == GgmlType::Q4_K || type == GgmlType::Q5_K ||
