@@ -177,7 +177,8 @@ int run_bench_cmd(int argc, char** argv) {
   }
 
   const std::string model_file = std::filesystem::path(model_path).filename().string();
-  const std::string model_type = fmt::format("{} {}", model.arch(), minfer::runtime::file_type_desc(model));
+  const std::string model_type = fmt::format("{} {} {}", model.arch(), minfer::runtime::size_class(model.hparams()),
+                                             minfer::runtime::file_type_desc(model));
   const std::string isa = minfer::cpu::isa_name(active);
   std::string paths_text;
   for (const auto& [type, p] : paths) paths_text += fmt::format("{}{}={}", paths_text.empty() ? "" : " ", type, p);

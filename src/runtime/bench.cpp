@@ -221,4 +221,44 @@ std::string file_type_desc(const Model& m) {
   return std::string("(guessed) ") + llama_ftype_name(guessed_ftype(type));
 }
 
+std::string size_class(const models::HParams& hp) {
+  const int64_t n = hp.n_layer, e = hp.n_embd;
+  switch (hp.arch) {
+    case models::Arch::Llama:
+      switch (n) {
+        case 16: case 22: return "1B";
+        case 26: case 28: return "3B";
+        case 30: return "256M";
+        case 32: return hp.n_vocab == 49152 ? "3B" : hp.n_vocab < 40000 ? "7B" : "8B";
+        case 36: return "8B";
+        case 40: return "13B";
+        case 48: return "34B";
+        case 60: return "30B";
+        case 80: return hp.n_head == hp.n_head_kv ? "65B" : "70B";
+        default: return "?B";
+      }
+    case models::Arch::Qwen2:
+      switch (n) {
+        case 24: return e == 1024 ? "0.5B" : "1B";
+        case 28: return e == 1536 ? "1.5B" : "7B";
+        case 32: return "7B";
+        case 36: return "3B";
+        case 40: return hp.n_head == 20 ? "4B" : "13B";
+        case 48: return "14B";
+        case 64: return "32B";
+        case 80: return "70B";
+        default: return "?B";
+      }
+    case models::Arch::Qwen3:
+      switch (n) {
+        case 28: return e == 1024 ? "0.6B" : "1.7B";
+        case 36: return e == 2560 ? "4B" : "8B";
+        case 40: return "14B";
+        case 64: return "32B";
+        default: return "?B";
+      }
+  }
+  return "?B";
+}
+
 }  // namespace minfer::runtime

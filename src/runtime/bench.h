@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "models/hparams.h"
 #include "quant/types.h"
 
 namespace minfer::runtime {
@@ -62,5 +63,10 @@ ModelFootprint model_footprint(const Model& m);
 // general.file_type's name ("Q4_K - Medium"), or, where the file has none, "(guessed) " and the
 // name for the type most tensors have, as llama.cpp guesses it.
 std::string file_type_desc(const Model& m);
+
+// The size class llama-bench prints before the file type ("qwen3 0.6B Q8_0"): llama.cpp v0.4.0's
+// table for the architecture (its load_arch_hparams), from the layer count and, where that
+// leaves sizes apart, the width, head counts or vocabulary; "?B" for shapes it has no entry for.
+std::string size_class(const models::HParams& hp);
 
 }  // namespace minfer::runtime

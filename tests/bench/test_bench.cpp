@@ -96,6 +96,37 @@ TEST(Bench, FileTypeAsLlamaCppNamesIt) {
   EXPECT_EQ(rt::file_type_desc(*m), "F16");
 }
 
+// The size class of llama-bench's model column, as llama.cpp v0.4.0 derives it from the
+// published models' shapes (layers, width, heads, vocabulary); unknown shapes are "?B".
+TEST(Bench, SizeClassAsLlamaCppNamesIt) {
+  using minfer::models::Arch;
+  auto hp = [](Arch a, int64_t layers, int64_t embd, int64_t heads, int64_t heads_kv, int64_t vocab) {
+    minfer::models::HParams h;
+    h.arch = a;
+    h.n_layer = layers;
+    h.n_embd = embd;
+    h.n_head = heads;
+    h.n_head_kv = heads_kv;
+    h.n_vocab = vocab;
+    return h;
+  };
+  EXPECT_EQ(rt::size_class(hp(Arch::Qwen3, 28, 1024, 16, 8, 151936)), "0.6B");   // Qwen3-0.6B
+  EXPECT_EQ(rt::size_class(hp(Arch::Qwen3, 28, 2048, 16, 8, 151936)), "1.7B");   // Qwen3-1.7B
+  EXPECT_EQ(rt::size_class(hp(Arch::Qwen3, 36, 2560, 32, 8, 151936)), "4B");
+  EXPECT_EQ(rt::size_class(hp(Arch::Qwen3, 36, 4096, 32, 8, 151936)), "8B");
+  EXPECT_EQ(rt::size_class(hp(Arch::Qwen2, 24, 896, 14, 2, 151936)), "1B");      // Qwen2.5-0.5B: 896 wide
+  EXPECT_EQ(rt::size_class(hp(Arch::Qwen2, 24, 1024, 16, 16, 151936)), "0.5B");  // Qwen1.5-0.5B
+  EXPECT_EQ(rt::size_class(hp(Arch::Qwen2, 28, 1536, 12, 2, 151936)), "1.5B");
+  EXPECT_EQ(rt::size_class(hp(Arch::Qwen2, 28, 3584, 28, 4, 152064)), "7B");
+  EXPECT_EQ(rt::size_class(hp(Arch::Llama, 22, 2048, 32, 4, 32000)), "1B");      // TinyLlama
+  EXPECT_EQ(rt::size_class(hp(Arch::Llama, 32, 4096, 32, 32, 32000)), "7B");     // Llama 2 7B
+  EXPECT_EQ(rt::size_class(hp(Arch::Llama, 32, 4096, 32, 8, 128256)), "8B");     // Llama 3 8B
+  EXPECT_EQ(rt::size_class(hp(Arch::Llama, 80, 8192, 64, 8, 32000)), "70B");
+  EXPECT_EQ(rt::size_class(hp(Arch::Llama, 80, 8192, 64, 64, 32000)), "65B");    // LLaMA 65B
+  EXPECT_EQ(rt::size_class(hp(Arch::Llama, 5, 64, 8, 4, 512)), "?B");            // stories260K
+  EXPECT_EQ(rt::size_class(hp(Arch::Qwen3, 4, 256, 8, 4, 151936)), "?B");
+}
+
 TEST(Bench, StoriesFootprintAndRun) {
   MINFER_REQUIRE_SHARED();
   auto m = rt::Model::load(minfer::test::shared_path("models/stories260K.gguf"));
