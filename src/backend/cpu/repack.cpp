@@ -172,9 +172,6 @@ inline void store_chunk_words(uint8_t* o, int j, int r, U32x4 v) {
   for (int c = 0; c < 4; ++c) store4(o + packed_kq_quants(T, j, c) + 4 * r, v[c]);
 }
 
-// One K-quant group: rows r0..r0+15 of w (layout in repack.h). Four lanes (columns) at a
-// time as 32-bit words: the GGUF nibbles of columns 4c..4c+3 and 16+4c..16+4c+3 of a
-// sub-block lie 4 bytes apart in both layouts.
 // The 4-bit code of each grid value (a grid byte with its sign) of a packed_iq4_layout type:
 // codes[v + 128] (0xFF: none).
 struct Iq4Codes {
@@ -204,6 +201,9 @@ inline U32x4 lattice_nibbles(const typename L::Block& q, int j, const Iq4Codes& 
   return load16(nib);
 }
 
+// One K-quant group: rows r0..r0+15 of w (layout in repack.h). Four lanes (columns) at a
+// time as 32-bit words: the GGUF nibbles of columns 4c..4c+3 and 16+4c..16+4c+3 of a
+// sub-block lie 4 bytes apart in both layouts.
 template <GgmlType T>
 void pack_kgroup(const WeightView& w, int64_t r0, uint8_t* out) {
   constexpr bool q2 = T == GgmlType::Q2_K, q3 = T == GgmlType::Q3_K, q5 = T == GgmlType::Q5_K,
