@@ -385,6 +385,7 @@ void q3k_to_q6k_panel_row(const uint8_t* wb, uint8_t* q, int32_t* sc, int r, flo
 template <class K>
 void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, uint8_t* pb, uint8_t* tmp) {
   int32_t* sc = reinterpret_cast<int32_t*>(pb + kQuantBytes);
+  const size_t block_at = size_t(b) * type_traits(type).type_size;  // (an out-of-line lookup: once)
   for (int r = 0; r < kPanel; ++r) {
     uint8_t* q = tmp + 256 * r;
     if (r >= nr) {
@@ -395,7 +396,7 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
     const uint8_t* wb;
     if constexpr (std::is_same_v<K, Off128Sub16Panel>) {
       int32_t sc16[16];
-      const uint8_t* lb = w + size_t(r) * ws + b * type_traits(type).type_size;
+      const uint8_t* lb = w + size_t(r) * ws + block_at;
       const float d = type == GgmlType::IQ2_XS  ? lattice_panel_row<DecIq2xs>(lb, q, sc16)
                       : type == GgmlType::IQ2_S ? lattice_panel_row<DecIq2s>(lb, q, sc16)
                                                 : lattice_panel_row<DecIq1m>(lb, q, sc16);
@@ -418,7 +419,7 @@ void pack_kq(GgmlType type, const uint8_t* w, size_t ws, int64_t nr, int64_t b, 
         continue;
       }
       int32_t sc16[16];
-      const uint8_t* lb = w + size_t(r) * ws + b * type_traits(type).type_size;
+      const uint8_t* lb = w + size_t(r) * ws + block_at;
       const float d = type == GgmlType::IQ2_XXS   ? lattice_panel_row<DecIq2xxs>(lb, q, sc16)
                       : type == GgmlType::IQ3_XXS ? lattice_panel_row<DecIq3xxs>(lb, q, sc16)
                       : type == GgmlType::IQ3_S   ? lattice_panel_row<DecIq3s>(lb, q, sc16)
