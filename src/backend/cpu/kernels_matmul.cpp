@@ -58,8 +58,8 @@ int64_t prefill_groups_per_item(int64_t all_groups, int64_t group_bytes) {
 // ternary types; any K-quant without a packed copy) derive each call's per-token block sums
 // (q8k_sums) from all of its tokens before their 16-row panels: their items, as the float
 // panels', are about rows / (2 x threads) rows.
-bool q8k_sums_tile(GgmlType t, Isa isa, int64_t nt) {
-  return vec_dot_type(t) == GgmlType::Q8_K && isa >= Isa::Avx512 && nt >= 4;
+bool q8k_sums_tile(GgmlType act_type, Isa isa, int64_t nt) {
+  return act_type == GgmlType::Q8_K && isa >= Isa::Avx512 && nt >= 4;
 }
 
 // The rows of w past its last whole group (no packed copy), by the GGUF-layout tile kernel on
@@ -319,7 +319,7 @@ void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const flo
   // F16/BF16 prompts widen their activations once per call (kFloatPanelTokens): items of about
   // rows / (2 x threads) rows instead of kRowChunk, where widening took a third of the time.
   const bool per_call_setup = (nt >= kFloatPanelTokens && float_panel_tile(w.type, active_isa())) ||
-                              q8k_sums_tile(w.type, active_isa(), nt);
+                              q8k_sums_tile(vdt, active_isa(), nt);
   const int64_t row_chunk = per_call_setup ? std::max(kRowChunk, w.rows / (2 * threads()) / 16 * 16) : kRowChunk;
   // Decode: the packed path's items (decode_items), in groups of 16 GGUF rows. Against items
   // of kRowChunk rows, each thread's stream no longer restarts every 64 KiB nor claims 48
