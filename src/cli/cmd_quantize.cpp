@@ -92,7 +92,7 @@ int run_quantize(int argc, char** argv) {
 
   std::fprintf(stderr, "%s: %d tensors, %d converted", out.c_str(), r.n_tensors, r.n_converted);
   if (r.n_fallback > 0)
-    std::fprintf(stderr, ", %d with fallback types (rows not divisible by 256)", r.n_fallback);
+    std::fprintf(stderr, ", %d with fallback types (rows not divisible by the type's blocks)", r.n_fallback);
   std::fprintf(stderr, "\nmodel size: %.2f MiB -> %.2f MiB (tensors %.2f MiB -> %.2f MiB)\n",
                mib(r.file_bytes_in), mib(r.file_bytes_out), mib(r.bytes_in), mib(r.bytes_out));
   return 0;

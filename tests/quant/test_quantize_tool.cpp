@@ -365,17 +365,46 @@ TEST_F(QuantizeTool, BadInputsAreErrors) {
   EXPECT_THROW(tools::quantize_model(p("in.gguf"), p("out.gguf"), "Q9_X", 1), Error);
   EXPECT_THROW(tools::quantize_model(p("missing.gguf"), p("out.gguf"), "Q8_0", 1), Error);
   EXPECT_FALSE(fs::exists(p("out.gguf")));
-  // A row of 100 fits no 32-block type.
+  // A row of 100 fits no block type: Q1_0 (128-blocks) has no fallback type, as in
+  // llama-quantize, which throws there.
   gguf::Writer w;
   w.set("general.architecture", gguf::Value::str("llama"));
   std::vector<float> x(100 * 4, 0.5f);
   w.add_tensor("blk.0.attn_q.weight", GgmlType::F32, {100, 4}, x.data());
   w.write(p("odd.gguf"));
   try {
-    tools::quantize_model(p("odd.gguf"), p("out.gguf"), "Q4_0", 1);
+    tools::quantize_model(p("odd.gguf"), p("out.gguf"), "Q1_0", 1);
     FAIL() << "expected an Error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("blk.0.attn_q.weight"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(p("out.gguf")));
+}
+
+// Rows that no 32-block divides go to F16 for the 32-block types, as llama-quantize's "must use
+// F16 due to unusual shape" (llama.cpp v0.4.0 quantizing stories260K to Q8_0 gives F16 for its
+// 172-wide ffn_down and Q8_0 elsewhere; the same for Q4_0, Q5_1, IQ4_NL).
+TEST_F(QuantizeTool, RowsNoBlockDividesFallBackToF16) {
+  gguf::Writer w;
+  w.set("general.architecture", gguf::Value::str("llama"));
+  std::vector<float> odd(100 * 4), even(64 * 4);
+  for (size_t i = 0; i < odd.size(); ++i) odd[i] = std::sin(0.37f * float(i));
+  for (size_t i = 0; i < even.size(); ++i) even[i] = std::cos(0.11f * float(i));
+  w.add_tensor("blk.0.ffn_down.weight", GgmlType::F32, {100, 4}, odd.data());
+  w.add_tensor("blk.0.attn_q.weight", GgmlType::F32, {64, 4}, even.data());
+  w.write(p("odd.gguf"));
+  for (const char* ft : {"Q8_0", "Q4_0", "Q5_1", "IQ4_NL"}) {
+    SCOPED_TRACE(ft);
+    const auto r = tools::quantize_model(p("odd.gguf"), p("out.gguf"), ft, 1);
+    EXPECT_EQ(r.n_fallback, 1);
+    const auto got = types_of(p("out.gguf"));
+    EXPECT_EQ(got.at("blk.0.ffn_down.weight"), GgmlType::F16);
+    EXPECT_EQ(got.at("blk.0.attn_q.weight"), *type_from_name(ft));
+    const auto f = gguf::File::open(p("out.gguf"));
+    const auto* t = f->find_tensor("blk.0.ffn_down.weight");
+    ASSERT_NE(t, nullptr);
+    const auto* h = reinterpret_cast<const uint16_t*>(t->data);
+    for (size_t i = 0; i < odd.size(); ++i) ASSERT_EQ(h[i], fp32_to_fp16(odd[i])) << i;
   }
 }
 
