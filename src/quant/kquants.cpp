@@ -284,110 +284,75 @@ void quantize_q3_K(const float* x, block_q3_K* y, int64_t k, const float* qw) {
   }
 }
 
-void quantize_q4_K(const float* x, block_q4_K* y, int64_t k, const float* qw) {
-  const int64_t nb = k / QK_K;
-  uint8_t L[QK_K];
+namespace {
+
+// Q4_K and Q5_K share everything but the quants' range, the search's parameters without an
+// importance matrix and the packing: a super-block's 8 sub-block scales and mins (6 bits each
+// under d and dmin), and its quants L in [0, nmax].
+template <class Block>
+void quantize_k4_block(const float* x, const float* qwb, int nmax, float rmin, int nstep, Block& b,
+                       uint8_t* L) {
   uint8_t Laux[32];
   float weights[32];
   float mins[QK_K / 32];
   float scales[QK_K / 32];
-  for (int64_t i = 0; i < nb; i++, x += QK_K) {
-    block_q4_K& b = y[i];
-    if (qw) {
-      const float* qwb = qw + QK_K * i;
-      uint8_t Ls[QK_K / 32], Lm[QK_K / 32];
-      float sw[QK_K / 32];
-      const float sigma2 = 2 * sum_sq(x, QK_K) / QK_K;
-      for (int j = 0; j < QK_K / 32; ++j) {
-        for (int l = 0; l < 32; ++l)
-          weights[l] = qwb[32 * j + l] * std::sqrt(sigma2 + x[32 * j + l] * x[32 * j + l]);
-        float sumw = 0;
-        for (int l = 0; l < 32; ++l) sumw += weights[l];
-        sw[j] = sumw;
-        scales[j] = make_qkx3_quants(32, 15, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f,
-                                     0.05f, 36, false);
-      }
-      const float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
-      const float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
-      for (int j = 0; j < QK_K / 32; ++j) put_scale_min_k4(j, Ls[j], Lm[j], b.scales);
-      b.d = fp32_to_fp16(d_block);
-      b.dmin = fp32_to_fp16(m_block);
-    } else {
-      float max_scale = 0, max_min = 0;
-      for (int j = 0; j < QK_K / 32; ++j) {
-        const float av_x = std::sqrt(sum_sq(x + 32 * j, 32) / 32);
-        for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-        scales[j] = make_qkx2_quants(32, 15, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -1.f,
-                                     0.1f, 20, false);
-        if (scales[j] > max_scale) max_scale = scales[j];
-        if (mins[j] > max_min) max_min = mins[j];
-      }
-      const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
-      const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-      for (int j = 0; j < QK_K / 32; ++j) {
-        const uint8_t ls = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[j])));
-        const uint8_t lm = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[j])));
-        put_scale_min_k4(j, ls, lm, b.scales);
-      }
-      b.d = fp32_to_fp16(max_scale / 63.f);
-      b.dmin = fp32_to_fp16(max_min / 63.f);
+  if (qwb) {
+    uint8_t Ls[QK_K / 32], Lm[QK_K / 32];
+    float sw[QK_K / 32];
+    const float sigma2 = 2 * sum_sq(x, QK_K) / QK_K;
+    for (int j = 0; j < QK_K / 32; ++j) {
+      for (int l = 0; l < 32; ++l)
+        weights[l] = qwb[32 * j + l] * std::sqrt(sigma2 + x[32 * j + l] * x[32 * j + l]);
+      float sumw = 0;
+      for (int l = 0; l < 32; ++l) sumw += weights[l];
+      sw[j] = sumw;
+      scales[j] = make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f,
+                                   0.05f, 36, false);
     }
-    requantize_k4(x, b.d, b.dmin, b.scales, 15, L);
-    pack_q4_K(L, b.qs);
+    const float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
+    const float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
+    for (int j = 0; j < QK_K / 32; ++j)
+      put_scale_min_k4(j, std::min<uint8_t>(63, Ls[j]), std::min<uint8_t>(63, Lm[j]), b.scales);
+    b.d = fp32_to_fp16(d_block);
+    b.dmin = fp32_to_fp16(m_block);
+  } else {
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < QK_K / 32; ++j) {
+      const float av_x = std::sqrt(sum_sq(x + 32 * j, 32) / 32);
+      for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
+      scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
+                                   0.1f, nstep, false);
+      if (scales[j] > max_scale) max_scale = scales[j];
+      if (mins[j] > max_min) max_min = mins[j];
+    }
+    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+    const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+    for (int j = 0; j < QK_K / 32; ++j) {
+      const uint8_t ls = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[j])));
+      const uint8_t lm = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[j])));
+      put_scale_min_k4(j, ls, lm, b.scales);
+    }
+    b.d = fp32_to_fp16(max_scale / 63.f);
+    b.dmin = fp32_to_fp16(max_min / 63.f);
+  }
+  requantize_k4(x, b.d, b.dmin, b.scales, nmax, L);
+}
+
+}  // namespace
+
+void quantize_q4_K(const float* x, block_q4_K* y, int64_t k, const float* qw) {
+  uint8_t L[QK_K];
+  for (int64_t i = 0; i < k / QK_K; i++, x += QK_K) {
+    quantize_k4_block(x, qw ? qw + QK_K * i : nullptr, 15, -1.f, 20, y[i], L);
+    pack_q4_K(L, y[i].qs);
   }
 }
 
 void quantize_q5_K(const float* x, block_q5_K* y, int64_t k, const float* qw) {
-  const int64_t nb = k / QK_K;
   uint8_t L[QK_K];
-  uint8_t Laux[32];
-  float weights[32];
-  float mins[QK_K / 32];
-  float scales[QK_K / 32];
-  for (int64_t i = 0; i < nb; i++, x += QK_K) {
-    block_q5_K& b = y[i];
-    if (qw) {
-      const float* qwb = qw + QK_K * i;
-      uint8_t Ls[QK_K / 32], Lm[QK_K / 32];
-      float sw[QK_K / 32];
-      const float sigma2 = 2 * sum_sq(x, QK_K) / QK_K;
-      for (int j = 0; j < QK_K / 32; ++j) {
-        for (int l = 0; l < 32; ++l)
-          weights[l] = qwb[32 * j + l] * std::sqrt(sigma2 + x[32 * j + l] * x[32 * j + l]);
-        float sumw = 0;
-        for (int l = 0; l < 32; ++l) sumw += weights[l];
-        sw[j] = sumw;
-        scales[j] = make_qkx3_quants(32, 31, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f,
-                                     0.05f, 36, false);
-      }
-      const float d_block = make_qp_quants(QK_K / 32, 63, scales, Ls, sw);
-      const float m_block = make_qp_quants(QK_K / 32, 63, mins, Lm, sw);
-      for (int j = 0; j < QK_K / 32; ++j)
-        put_scale_min_k4(j, std::min<uint8_t>(63, Ls[j]), std::min<uint8_t>(63, Lm[j]), b.scales);
-      b.d = fp32_to_fp16(d_block);
-      b.dmin = fp32_to_fp16(m_block);
-    } else {
-      float max_scale = 0, max_min = 0;
-      for (int j = 0; j < QK_K / 32; ++j) {
-        const float av_x = std::sqrt(sum_sq(x + 32 * j, 32) / 32);
-        for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-        scales[j] = make_qkx2_quants(32, 31, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.5f,
-                                     0.1f, 15, false);
-        if (scales[j] > max_scale) max_scale = scales[j];
-        if (mins[j] > max_min) max_min = mins[j];
-      }
-      const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
-      const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-      for (int j = 0; j < QK_K / 32; ++j) {
-        const uint8_t ls = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[j])));
-        const uint8_t lm = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[j])));
-        put_scale_min_k4(j, ls, lm, b.scales);
-      }
-      b.d = fp32_to_fp16(max_scale / 63.f);
-      b.dmin = fp32_to_fp16(max_min / 63.f);
-    }
-    requantize_k4(x, b.d, b.dmin, b.scales, 31, L);
-    pack_q5_K(L, b.qh, b.qs);
+  for (int64_t i = 0; i < k / QK_K; i++, x += QK_K) {
+    quantize_k4_block(x, qw ? qw + QK_K * i : nullptr, 31, -0.5f, 15, y[i], L);
+    pack_q5_K(L, y[i].qh, y[i].qs);
   }
 }
 
