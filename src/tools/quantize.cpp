@@ -154,13 +154,20 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out,
   w.copy_metadata(*f, [](std::string_view key) {
     return key == "split.no" || key == "split.count" || key == "split.tensors.count";
   });
-  w.set("general.quantization_version", gguf::Value::u32(2));
-  w.set("general.file_type", gguf::Value::u32(ftype->value));
+  // As gguf_set_val_*: a key set again moves to the end, so that the header is llama-quantize's
+  // byte for byte (an input that has general.file_type keeps it elsewhere otherwise).
+  auto set_last = [&](const char* key, gguf::Value v) {
+    w.remove(key);
+    w.set(key, std::move(v));
+  };
+  set_last("general.quantization_version", gguf::Value::u32(2));
+  set_last("general.file_type", gguf::Value::u32(ftype->value));
   if (imatrix) {  // llama-quantize's record of the imatrix
-    w.set("quantize.imatrix.file", gguf::Value::str(imatrix->path));
-    if (!imatrix->datasets.empty()) w.set("quantize.imatrix.dataset", gguf::Value::str(imatrix->datasets[0]));
-    w.set("quantize.imatrix.entries_count", gguf::Value::u32(uint32_t(imatrix->weights.size())));
-    if (imatrix->chunk_count > 0) w.set("quantize.imatrix.chunks_count", gguf::Value::u32(uint32_t(imatrix->chunk_count)));
+    set_last("quantize.imatrix.file", gguf::Value::str(imatrix->path));
+    if (!imatrix->datasets.empty()) set_last("quantize.imatrix.dataset", gguf::Value::str(imatrix->datasets[0]));
+    set_last("quantize.imatrix.entries_count", gguf::Value::u32(uint32_t(imatrix->weights.size())));
+    if (imatrix->chunk_count > 0)
+      set_last("quantize.imatrix.chunks_count", gguf::Value::u32(uint32_t(imatrix->chunk_count)));
   }
 
   int done = 0;
