@@ -141,6 +141,10 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out,
       ++report.n_converted;
     }
     weights.push_back(type != t->type ? imatrix_for(imatrix, *t, in) : nullptr);
+    if (type != t->type && !weights.back() && requires_imatrix(t->name, type, *ftype))
+      fail("{}: tensor {}: missing importance matrix for a very low-bit quantization ({} needs one: "
+           "--imatrix FILE with an entry for it)",
+           in, t->name, ftype->name);
     types.push_back(type);
     report.types.emplace_back(t->name, type);
     report.bytes_in += t->nbytes;

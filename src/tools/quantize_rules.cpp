@@ -25,12 +25,14 @@ constexpr Ftype kFtypes[] = {
     {"Q5_K", 17, GgmlType::Q5_K},
     {"TQ1_0", 36, GgmlType::TQ1_0}, {"TQ2_0", 37, GgmlType::TQ2_0},
     {"Q1_0", 40, GgmlType::Q1_0},   {"Q2_0", 41, GgmlType::Q2_0},
+    {"Q2_K_S", 21, GgmlType::Q2_K}, {"MXFP4_MOE", 38, GgmlType::MXFP4},
 };
 
 enum Ft : uint32_t {
   kQ4_0 = 2,
   kQ5_0 = 8,
   kQ2_K = 10,
+  kQ2_K_S = 21,
   kQ3_K_S = 11,
   kQ3_K_M = 12,
   kQ3_K_L = 13,
@@ -41,6 +43,7 @@ enum Ft : uint32_t {
   kIQ4_XS = 30,
   kTQ1_0 = 36,
   kTQ2_0 = 37,
+  kMXFP4_MOE = 38,
   kQ2_0 = 41,
 };
 
@@ -78,6 +81,12 @@ std::vector<std::string_view> ftype_names() {
   std::vector<std::string_view> v;
   for (const Ftype& f : kFtypes) v.push_back(f.name);
   return v;
+}
+
+bool requires_imatrix(std::string_view name, GgmlType type, const Ftype& ftype) {
+  if (name == "token_embd.weight" || name == "per_layer_token_embd.weight" || name == "output.weight")
+    return false;
+  return type == GgmlType::Q2_K && ftype.value == kQ2_K_S;
 }
 
 bool llama_tensor_order(const std::string& a, const std::string& b) {
@@ -210,15 +219,19 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
   if (name == "output.weight" || (!shape_.has_output && name == "token_embd.weight")) {
     if (overrides_.output) return *overrides_.output;  // (a tied token_embd: not returned early)
     // The output projection (or the token embedding tied to it) keeps 6 bits.
-    if (falcon || ne[0] % type_traits(t).block_size != 0) return GgmlType::Q8_0;
+    if (ft == kMXFP4_MOE || falcon || ne[0] % type_traits(t).block_size != 0) return GgmlType::Q8_0;
     return t != GgmlType::Q8_0 ? GgmlType::Q6_K : t;
   }
+  // MXFP4 for the experts' 3-d tensors, Q8_0 for everything else (token_embd included).
+  if (ft == kMXFP4_MOE) return ne[2] > 1 ? GgmlType::MXFP4 : GgmlType::Q8_0;
   if (name == "token_embd.weight" || name == "per_layer_token_embd.weight")
     return ft == kTQ1_0 || ft == kTQ2_0 || ft == kQ2_0 ? GgmlType::Q4_K : t;
 
   if (contains(name, "attn_v.weight")) {
     if (ft == kQ2_K)
       t = n_gqa >= 4 ? GgmlType::Q4_K : GgmlType::Q3_K;
+    else if (ft == kQ2_K_S && n_gqa >= 4)
+      t = GgmlType::Q4_K;
     else if (ft == kQ3_K_M)
       t = i_attention_wv_ < 2 ? GgmlType::Q5_K : GgmlType::Q4_K;
     else if (ft == kQ3_K_L)
@@ -240,7 +253,9 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
     const int i_layer = layer_info(i_ffn_down_), n_layer = shape_.n_layer;
     if (ft == kQ2_K)
       t = GgmlType::Q3_K;
-    else if (ft == kQ3_K_M)
+    else if (ft == kQ2_K_S) {
+      if (i_layer < n_layer / 8) t = GgmlType::Q4_K;
+    } else if (ft == kQ3_K_M)
       t = i_layer < n_layer / 16                         ? GgmlType::Q5_K
           : (!falcon || use_more_bits(i_layer, n_layer)) ? GgmlType::Q4_K
                                                          : GgmlType::Q3_K;

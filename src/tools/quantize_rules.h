@@ -25,6 +25,11 @@ struct Ftype {
 const Ftype* find_ftype(std::string_view name);  // case-insensitive; nullptr if unknown
 std::vector<std::string_view> ftype_names();
 
+// Whether converting tensor `name` to `type` in an `ftype` file needs importance weights
+// (llama.cpp's tensor_requires_imatrix): of the types minfer writes, only Q2_K in a Q2_K_S
+// file, the embedding and the output excepted.
+bool requires_imatrix(std::string_view name, GgmlType type, const Ftype& ftype);
+
 // What the rules need to know about the model (from its metadata and tensor list).
 struct ModelShape {
   std::string arch;

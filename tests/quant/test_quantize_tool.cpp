@@ -569,6 +569,41 @@ std::vector<uint8_t> tensor_bytes(const std::string& path, const std::string& na
 
 }  // namespace
 
+// Q2_K_S (llama-quantize's rules: attn_v Q4_K where n_head / n_head_kv >= 4, the first eighth
+// of ffn_down Q4_K, the rest Q2_K) needs importance weights for its Q2_K matrices, the
+// embedding and output excepted, and stops without writing anything when they are missing.
+// MXFP4_MOE puts MXFP4 on expert tensors only: a dense model's matrices are all Q8_0. Both
+// checked against llama.cpp v0.4.0's llama_model_quantize (qwen2.5-0.5b, qwen3-0.6b and
+// SmolLM2 shapes; Q2_K_S with a flat importance matrix): the same tensors, byte for byte.
+TEST_F(QuantizeTool, Q2_K_SAndMxfp4MoeMixes) {
+  write_llama(k8, p("in.gguf"));  // 8 layers, GQA 8 / 2
+  try {
+    tools::quantize_model(p("in.gguf"), p("q2ks.gguf"), "Q2_K_S", 1);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing importance matrix"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("blk.0.attn_k.weight"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(p("q2ks.gguf")));
+
+  write_file(p("im.dat"), legacy_imatrix(imatrix_weights(k8)));
+  const tools::Imatrix im = tools::load_imatrix(p("im.dat"));
+  tools::quantize_model(p("in.gguf"), p("q2ks.gguf"), "Q2_K_S", 1, {}, &im);
+  expect_types(expected(k8, GgmlType::Q2_K, GgmlType::Q6_K,
+                        [](int i, const std::string& n) {
+                          if (n == "attn_v" || (n == "ffn_down" && i < 1)) return GgmlType::Q4_K;
+                          return GgmlType::Q2_K;
+                        }),
+               p("q2ks.gguf"));
+  EXPECT_EQ(gguf::File::open(p("q2ks.gguf"))->get_uint("general.file_type"), 21u);
+
+  tools::quantize_model(p("in.gguf"), p("mx.gguf"), "MXFP4_MOE", 1);
+  expect_types(expected(k8, GgmlType::Q8_0, GgmlType::Q8_0,
+                        [](int, const std::string&) { return GgmlType::Q8_0; }),
+               p("mx.gguf"));
+  EXPECT_EQ(gguf::File::open(p("mx.gguf"))->get_uint("general.file_type"), 38u);
+}
+
 TEST_F(QuantizeTool, ImatrixWeightsEachTensorAndChangesTheRules) {
   const Values v = write_llama(k8, p("in.gguf"));
   const auto weights = imatrix_weights(k8);
