@@ -37,7 +37,7 @@ int run_quantize(int argc, char** argv) {
   bool quiet = false;
   app.add_option("input", in, "input model (.gguf)")->required();
   app.add_option("output", out, "output model (.gguf)")->required();
-  app.add_option("type", type, "target type, e.g. Q4_K_M, Q8_0")->required();
+  app.add_option("type", type, "target type, e.g. Q4_K_M, Q8_0, or its llama_ftype number (15)")->required();
   app.add_option("-t,--threads", threads, "threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--imatrix", imatrix_path, "importance matrix from llama-imatrix (GGUF or legacy .dat)");

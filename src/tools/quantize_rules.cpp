@@ -1,6 +1,7 @@
 #include "tools/quantize_rules.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cstdio>
 
@@ -74,6 +75,13 @@ bool use_more_bits(int i_layer, int n_layers) {
 const Ftype* find_ftype(std::string_view name) {
   for (const Ftype& f : kFtypes)
     if (iequal(f.name, name)) return &f;
+  // llama-quantize also takes the llama_ftype number ("15" for Q4_K_M): the first name listed
+  // for it, so an alias never stands for a mix.
+  uint32_t v = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), v);
+  if (ec != std::errc() || end != name.data() + name.size() || name.empty()) return nullptr;
+  for (const Ftype& f : kFtypes)
+    if (f.value == v) return &f;
   return nullptr;
 }
 

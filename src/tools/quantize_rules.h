@@ -22,7 +22,8 @@ struct Ftype {
   GgmlType default_type;
 };
 
-const Ftype* find_ftype(std::string_view name);  // case-insensitive; nullptr if unknown
+// By name (case-insensitive) or llama_ftype number; nullptr if unknown.
+const Ftype* find_ftype(std::string_view name);
 std::vector<std::string_view> ftype_names();
 
 // Whether converting tensor `name` to `type` in an `ftype` file needs importance weights

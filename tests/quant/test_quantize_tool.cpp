@@ -14,6 +14,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
@@ -365,6 +366,23 @@ TEST_F(QuantizeTool, LowBitAndTernaryMixes) {
                         [](int, const std::string& n) { return n == "ffn_down" ? GgmlType::TQ2_0 : GgmlType::Q4_0; }),
                p("tq.gguf"));
   EXPECT_EQ(gguf::File::open(p("tq.gguf"))->get_uint("general.file_type"), 37u);
+}
+
+// Names as llama-quantize takes them, any case, or the llama_ftype number (llama.h's values;
+// an alias's number names the mix it stands for).
+TEST(QuantizeFtype, ByNameOrLlamaFtypeNumber) {
+  for (auto [arg, name, value] : {std::tuple{"q4_k_m", "Q4_K_M", 15u}, {"15", "Q4_K_M", 15u},
+                                  {"12", "Q3_K_M", 12u}, {"Q3_K", "Q3_K", 12u}, {"7", "Q8_0", 7u},
+                                  {"1", "F16", 1u}, {"0", "F32", 0u}, {"32", "BF16", 32u},
+                                  {"21", "Q2_K_S", 21u}, {"38", "MXFP4_MOE", 38u}, {"41", "Q2_0", 41u}}) {
+    const tools::Ftype* f = tools::find_ftype(arg);
+    ASSERT_NE(f, nullptr) << arg;
+    EXPECT_EQ(f->name, name) << arg;
+    EXPECT_EQ(f->value, value) << arg;
+  }
+  // 19 is IQ2_XXS, which minfer does not write; 4-6 and 33-35 are gone from llama.h.
+  for (const char* bad : {"", "19", "4", "33", "999", "15x", "-15", " 15", "+15", "Q9_X"})
+    EXPECT_EQ(tools::find_ftype(bad), nullptr) << "'" << bad << "'";
 }
 
 TEST_F(QuantizeTool, BadInputsAreErrors) {
