@@ -20,6 +20,15 @@ namespace {
 
 inline int clamp_i(int v, int lo, int hi) { return std::max(lo, std::min(hi, v)); }
 
+// The importance weights of a sub-block's n values, qw x sqrt(sigma2 + x^2) as ggml's, and
+// their sum (in ggml's order, for make_qp_quants / make_qx_quants over the sub-blocks).
+inline float imatrix_weights(int n, const float* x, const float* qw, float sigma2, float* w) {
+  for (int l = 0; l < n; ++l) w[l] = qw[l] * std::sqrt(sigma2 + x[l] * x[l]);
+  float sum = 0;
+  for (int l = 0; l < n; ++l) sum += w[l];
+  return sum;
+}
+
 // Four 2-bit quants per byte: byte l of each 32-byte group holds elements l, l+32, l+64, l+96.
 inline void pack_2bit(const uint8_t* L, uint8_t* qs) {
   for (int j = 0; j < QK_K; j += 128)
@@ -177,13 +186,11 @@ void quantize_q2_K(const float* x, block_q2_K* y, int64_t k, const float* qw) {
     block_q2_K& b = y[i];
     if (qw) {
       const float* qwb = qw + QK_K * i;
-      float sw[QK_K / 16] = {};
+      float sw[QK_K / 16];
       uint8_t Ls[QK_K / 16], Lm[QK_K / 16];
       const float sigma2 = sum_sq(x, QK_K) / QK_K;
       for (int j = 0; j < QK_K / 16; ++j) {
-        for (int l = 0; l < 16; ++l)
-          weights[l] = qwb[16 * j + l] * std::sqrt(sigma2 + x[16 * j + l] * x[16 * j + l]);
-        for (int l = 0; l < 16; ++l) sw[j] += weights[l];
+        sw[j] = imatrix_weights(16, x + 16 * j, qwb + 16 * j, sigma2, weights);
         scales[j] = make_qkx3_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.9f,
                                      0.05f, 36, false);
       }
@@ -248,11 +255,7 @@ void quantize_q3_K(const float* x, block_q3_K* y, int64_t k, const float* qw) {
       int8_t Ls[QK_K / 16];
       const float sigma2 = 2 * sum_sq(x, QK_K) / QK_K;
       for (int j = 0; j < QK_K / 16; ++j) {
-        for (int l = 0; l < 16; ++l)
-          weight[l] = qwb[16 * j + l] * std::sqrt(sigma2 + x[16 * j + l] * x[16 * j + l]);
-        float sumw = 0;
-        for (int l = 0; l < 16; ++l) sumw += weight[l];
-        sw[j] = sumw;
+        sw[j] = imatrix_weights(16, x + 16 * j, qwb + 16 * j, sigma2, weight);
         scales[j] = make_qx_quants(16, 4, x + 16 * j, L + 16 * j, 1, weight);
       }
       const float d_block = make_qx_quants(QK_K / 16, 32, scales, Ls, 1, sw);
@@ -301,11 +304,7 @@ void quantize_k4_block(const float* x, const float* qwb, int nmax, float rmin, i
     float sw[QK_K / 32];
     const float sigma2 = 2 * sum_sq(x, QK_K) / QK_K;
     for (int j = 0; j < QK_K / 32; ++j) {
-      for (int l = 0; l < 32; ++l)
-        weights[l] = qwb[32 * j + l] * std::sqrt(sigma2 + x[32 * j + l] * x[32 * j + l]);
-      float sumw = 0;
-      for (int l = 0; l < 32; ++l) sumw += weights[l];
-      sw[j] = sumw;
+      sw[j] = imatrix_weights(32, x + 32 * j, qwb + 32 * j, sigma2, weights);
       scales[j] = make_qkx3_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f,
                                    0.05f, 36, false);
     }
