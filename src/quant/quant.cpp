@@ -145,12 +145,21 @@ constexpr Codec kCodecs[] = {
     {GgmlType::NVFP4, quant_noqw<block_nvfp4, ref::quantize_nvfp4>, dequant<block_nvfp4, ref::dequantize_nvfp4>, {-1, -1}, 0},
     {GgmlType::TQ1_0, quant_noqw<block_tq1_0, ref::quantize_tq1_0>, dequant<block_tq1_0, ref::dequantize_tq1_0>, {52, -1}, 0},
     {GgmlType::TQ2_0, quant_noqw<block_tq2_0, ref::quantize_tq2_0>, dequant<block_tq2_0, ref::dequantize_tq2_0>, {64, -1}, 0},
+    // d x (2 scale + 1) x grid value: at most 65504 x 31 x 15 (IQ3_XXS: x 15.5 x 31, the same).
+    {GgmlType::IQ3_XXS,
+     quant_qw<block_iq3_xxs, ref::quantize_iq3_xxs>,
+     dequant<block_iq3_xxs, ref::dequantize_iq3_xxs>,
+     {0, -1},
+     65504.0f * 31 * 15},
+    {GgmlType::IQ3_S,
+     quant_qw<block_iq3_s, ref::quantize_iq3_s>,
+     dequant<block_iq3_s, ref::dequantize_iq3_s>,
+     {0, -1},
+     65504.0f * 31 * 15},
     // Dequantization only (quantize is nullptr): see block_iq2_xxs.
     {GgmlType::IQ2_XXS, nullptr, dequant<block_iq2_xxs, ref::dequantize_iq2_xxs>, {0, -1}, 0},
     {GgmlType::IQ2_XS, nullptr, dequant<block_iq2_xs, ref::dequantize_iq2_xs>, {0, -1}, 0},
     {GgmlType::IQ2_S, nullptr, dequant<block_iq2_s, ref::dequantize_iq2_s>, {0, -1}, 0},
-    {GgmlType::IQ3_XXS, nullptr, dequant<block_iq3_xxs, ref::dequantize_iq3_xxs>, {0, -1}, 0},
-    {GgmlType::IQ3_S, nullptr, dequant<block_iq3_s, ref::dequantize_iq3_s>, {0, -1}, 0},
     {GgmlType::IQ1_S, nullptr, dequant<block_iq1_s, ref::dequantize_iq1_s>, {0, -1}, 0},
     {GgmlType::IQ1_M, nullptr, dequant<block_iq1_m, ref::dequantize_iq1_m>, {-1, -1}, 0},
 };

@@ -27,6 +27,8 @@ constexpr Ftype kFtypes[] = {
     {"TQ1_0", 36, GgmlType::TQ1_0}, {"TQ2_0", 37, GgmlType::TQ2_0},
     {"Q1_0", 40, GgmlType::Q1_0},   {"Q2_0", 41, GgmlType::Q2_0},
     {"Q2_K_S", 21, GgmlType::Q2_K}, {"MXFP4_MOE", 38, GgmlType::MXFP4},
+    {"IQ3_XS", 22, GgmlType::IQ3_S}, {"IQ3_S", 26, GgmlType::IQ3_S},
+    {"IQ3_M", 27, GgmlType::IQ3_S},
 };
 
 enum Ft : uint32_t {
@@ -34,6 +36,7 @@ enum Ft : uint32_t {
   kQ5_0 = 8,
   kQ2_K = 10,
   kQ2_K_S = 21,
+  kIQ3_XS = 22,
   kQ3_K_S = 11,
   kQ3_K_M = 12,
   kQ3_K_L = 13,
@@ -41,6 +44,8 @@ enum Ft : uint32_t {
   kQ4_K_M = 15,
   kQ5_K_M = 17,
   kIQ4_NL = 25,
+  kIQ3_S = 26,
+  kIQ3_M = 27,
   kIQ4_XS = 30,
   kTQ1_0 = 36,
   kTQ2_0 = 37,
@@ -94,7 +99,19 @@ std::vector<std::string_view> ftype_names() {
 bool requires_imatrix(std::string_view name, GgmlType type, const Ftype& ftype) {
   if (name == "token_embd.weight" || name == "per_layer_token_embd.weight" || name == "output.weight")
     return false;
-  return type == GgmlType::Q2_K && ftype.value == kQ2_K_S;
+  switch (type) {
+    case GgmlType::IQ3_XXS:
+    case GgmlType::IQ2_XXS:
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ2_S:
+    case GgmlType::IQ1_M:
+    case GgmlType::IQ1_S:
+      return true;
+    case GgmlType::Q2_K:
+      return ftype.value == kQ2_K_S;
+    default:
+      return false;
+  }
 }
 
 bool llama_tensor_order(const std::string& a, const std::string& b) {
@@ -174,6 +191,8 @@ GgmlType TypePlanner::choose(const std::string& name, const std::array<int64_t, 
   // with 256-blocks) take the nearest 32-block type.
   switch (t) {
     case GgmlType::IQ4_XS:
+    case GgmlType::IQ3_S:
+    case GgmlType::IQ3_XXS:
       t = GgmlType::IQ4_NL;
       break;
     case GgmlType::Q2_K:  // (IQ4_NL before llama.cpp v0.4.0)
@@ -240,6 +259,10 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
       t = n_gqa >= 4 ? GgmlType::Q4_K : GgmlType::Q3_K;
     else if (ft == kQ2_K_S && n_gqa >= 4)
       t = GgmlType::Q4_K;
+    else if ((ft == kIQ3_XS || ft == kIQ3_S) && n_gqa >= 4)
+      t = GgmlType::Q4_K;
+    else if (ft == kIQ3_M)
+      t = GgmlType::Q4_K;
     else if (ft == kQ3_K_M)
       t = i_attention_wv_ < 2 ? GgmlType::Q5_K : GgmlType::Q4_K;
     else if (ft == kQ3_K_L)
@@ -254,9 +277,12 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
     if (shape_.n_expert == 8) t = GgmlType::Q8_0;
     ++i_attention_wv_;
   } else if (contains(name, "attn_k.weight")) {
-    if (shape_.n_expert == 8) t = GgmlType::Q8_0;
+    if (shape_.n_expert == 8)
+      t = GgmlType::Q8_0;
+    else if (ft == kIQ3_XS)
+      t = GgmlType::IQ3_XXS;
   } else if (contains(name, "attn_q.weight")) {
-    // Only the IQ3 mixes change attn_q; none of them is supported here.
+    if (ft == kIQ3_XS) t = GgmlType::IQ3_XXS;
   } else if (contains(name, "ffn_down")) {
     const int i_layer = layer_info(i_ffn_down_), n_layer = shape_.n_layer;
     if (ft == kQ2_K)
@@ -267,6 +293,8 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
       t = i_layer < n_layer / 16                         ? GgmlType::Q5_K
           : (!falcon || use_more_bits(i_layer, n_layer)) ? GgmlType::Q4_K
                                                          : GgmlType::Q3_K;
+    else if (ft == kIQ3_M && (i_layer < n_layer / 8 || (shape_.n_expert == 8 && use_more_bits(i_layer, n_layer))))
+      t = GgmlType::Q4_K;
     else if (ft == kQ3_K_L)
       t = falcon ? GgmlType::Q4_K : GgmlType::Q5_K;
     else if (ft == kQ4_K_M) {
@@ -290,13 +318,13 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
   } else if (contains(name, "attn_output.weight")) {
     if (!falcon) {
       if (shape_.n_expert == 8) {
-        if (ft == kQ2_K || ft == kQ3_K_S || ft == kQ3_K_M || iq4 || ft == kQ4_K_S ||
-            ft == kQ4_K_M)
+        if (ft == kQ2_K || ft == kIQ3_XS || ft == kQ3_K_S || ft == kQ3_K_M || iq4 || ft == kQ4_K_S ||
+            ft == kQ4_K_M || ft == kIQ3_S || ft == kIQ3_M)
           t = GgmlType::Q5_K;
       } else {
         if (ft == kQ2_K)
           t = GgmlType::Q3_K;
-        else if (ft == kQ3_K_M)
+        else if (ft == kQ3_K_M || ft == kIQ3_M)
           t = GgmlType::Q4_K;
         else if (ft == kQ3_K_L)
           t = GgmlType::Q5_K;
@@ -305,18 +333,18 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
       t = GgmlType::Q4_K;
     }
   } else if (contains(name, "attn_qkv.weight")) {
-    if (ft == kQ3_K_M || ft == kQ3_K_L)
+    if (ft == kQ3_K_M || ft == kQ3_K_L || ft == kIQ3_M)
       t = GgmlType::Q4_K;
     else if (ft == kQ4_K_M)
       t = GgmlType::Q5_K;
     else if (ft == kQ5_K_M)
       t = GgmlType::Q6_K;
-  } else if (contains(name, "ffn_gate")) {
-    layer_info(i_ffn_gate_);
-    ++i_ffn_gate_;
-  } else if (contains(name, "ffn_up")) {
-    layer_info(i_ffn_up_);
-    ++i_ffn_up_;
+  } else if (contains(name, "ffn_gate") || contains(name, "ffn_up")) {
+    // IQ3_XS: the middle three quarters of the layers' gate and up at IQ3_XXS.
+    int& counter = contains(name, "ffn_gate") ? i_ffn_gate_ : i_ffn_up_;
+    const int i_layer = layer_info(counter), n_layer = shape_.n_layer;
+    if (ft == kIQ3_XS && i_layer >= n_layer / 8 && i_layer < 7 * n_layer / 8) t = GgmlType::IQ3_XXS;
+    ++counter;
   }
   return t;
 }

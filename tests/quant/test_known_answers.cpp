@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -402,6 +403,46 @@ TEST(QuantKnown, NewFormatsMatchGgmlBytesAndValues) {
     EXPECT_EQ(fnv(q.data(), q.size()), w.fnv_q) << type_name(w.t);
     const auto y = deq(w.t, q.data(), 1024);
     EXPECT_EQ(fnv(y.data(), y.size() * sizeof(float)), w.fnv_y) << type_name(w.t);
+  }
+}
+
+// IQ3_XXS and IQ3_S quantization: the bytes llama.cpp v0.4.0's libggml-base wrote
+// (ggml_quantize_chunk, 24 rows of 1024, without and with importance weights) for rows with a
+// zero block (IQ3_S then moves its later blocks' quants up, as ggml does), a block under
+// IQ3_XXS's 1e-8 threshold, an outlier, an all-negative block (IQ3_XXS's parity flip): FNV-1a.
+TEST(QuantKnown, Iq3QuantizeMatchesGgmlBytes) {
+  constexpr int kRows = 24;
+  std::vector<float> x(size_t(kRows) * 1024), qw(1024);
+  uint32_t s = 12345u;
+  for (int r = 0; r < kRows; ++r)
+    for (int i = 0; i < 1024; ++i) {
+      s = s * 1664525u + 1013904223u;
+      const float u = float((s >> 8) & 0xffff) / 65536.0f - 0.5f;
+      float v = u * 3.0f * (1.0f + float(r % 5));
+      if (r % 3 == 1 && i >= 64 && i < 96) v = 0.0f;
+      if (r % 4 == 2 && i >= 256 && i < 288) v *= 1e-9f;
+      if (i == 300 + r) v = 40.0f;
+      if (r % 7 == 3 && i < 32) v = -std::fabs(v);
+      x[size_t(r) * 1024 + size_t(i)] = v;
+      qw[size_t(i)] = 0.5f + 0.25f * float((i * 7) % 11);
+    }
+  auto fnv = [](const std::vector<uint8_t>& q) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (uint8_t b : q) h = (h ^ b) * 0x100000001b3ull;
+    return h;
+  };
+  struct Want {
+    GgmlType t;
+    bool weighted;
+    uint64_t fnv_q;
+  };
+  for (const Want& w : {Want{GgmlType::IQ3_XXS, false, 0xe3182b0dd126d27cull},
+                        Want{GgmlType::IQ3_XXS, true, 0x95785276ab9d4089ull},
+                        Want{GgmlType::IQ3_S, false, 0xf89f9429fa7a77cbull},
+                        Want{GgmlType::IQ3_S, true, 0x84c484e7ba94c7c7ull}}) {
+    std::vector<uint8_t> q(row_size(w.t, 1024) * kRows);
+    quantize_rows(w.t, x.data(), q.data(), kRows, 1024, w.weighted ? qw.data() : nullptr);
+    EXPECT_EQ(fnv(q), w.fnv_q) << type_name(w.t) << (w.weighted ? " with importance weights" : "");
   }
 }
 

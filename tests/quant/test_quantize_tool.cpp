@@ -622,6 +622,54 @@ TEST_F(QuantizeTool, Q2_K_SAndMxfp4MoeMixes) {
   EXPECT_EQ(gguf::File::open(p("mx.gguf"))->get_uint("general.file_type"), 38u);
 }
 
+// The IQ3 mixes (llama-quantize's rules; each checked against llama.cpp v0.4.0's
+// llama_model_quantize on gen-model qwen3-0.6b, qwen2.5-0.5b, SmolLM2 and TinyLlama shapes, with
+// and without an importance matrix: the same files): IQ3_S with attn_v at Q4_K where GQA >= 4;
+// IQ3_M also attn_output and the first eighth of ffn_down at Q4_K; IQ3_XS puts attn_q, attn_k
+// and the middle layers' gate and up at IQ3_XXS, which needs importance weights.
+TEST_F(QuantizeTool, Iq3Mixes) {
+  write_llama(k8, p("in.gguf"));  // 8 layers, GQA 8 / 2
+  tools::quantize_model(p("in.gguf"), p("s.gguf"), "IQ3_S", 2);
+  expect_types(expected(k8, GgmlType::IQ3_S, GgmlType::Q6_K,
+                        [](int, const std::string& n) { return n == "attn_v" ? GgmlType::Q4_K : GgmlType::IQ3_S; }),
+               p("s.gguf"));
+  EXPECT_EQ(gguf::File::open(p("s.gguf"))->get_uint("general.file_type"), 26u);
+
+  tools::quantize_model(p("in.gguf"), p("m.gguf"), "IQ3_M", 2);
+  expect_types(expected(k8, GgmlType::IQ3_S, GgmlType::Q6_K,
+                        [](int i, const std::string& n) {
+                          if (n == "attn_v" || n == "attn_output" || (n == "ffn_down" && i < 1)) return GgmlType::Q4_K;
+                          return GgmlType::IQ3_S;
+                        }),
+               p("m.gguf"));
+
+  EXPECT_THROW(tools::quantize_model(p("in.gguf"), p("xs.gguf"), "IQ3_XS", 2), Error);
+  EXPECT_FALSE(fs::exists(p("xs.gguf")));
+  write_file(p("im.dat"), legacy_imatrix(imatrix_weights(k8)));
+  const tools::Imatrix im = tools::load_imatrix(p("im.dat"));
+  tools::quantize_model(p("in.gguf"), p("xs.gguf"), "IQ3_XS", 2, {}, &im);
+  expect_types(expected(k8, GgmlType::IQ3_S, GgmlType::Q6_K,
+                        [](int i, const std::string& n) {
+                          if (n == "attn_v") return GgmlType::Q4_K;
+                          if (n == "attn_q" || n == "attn_k") return GgmlType::IQ3_XXS;
+                          if ((n == "ffn_gate" || n == "ffn_up") && i >= 1 && i < 7) return GgmlType::IQ3_XXS;
+                          return GgmlType::IQ3_S;
+                        }),
+               p("xs.gguf"));
+  EXPECT_EQ(gguf::File::open(p("xs.gguf"))->get_uint("general.file_type"), 22u);
+
+  // Rows of 896 take IQ4_NL (the output Q8_0), as llama-quantize's fallback.
+  const Spec w = {2, 896, 512, 256, 14, 2, false, GgmlType::F16};
+  write_llama(w, p("w.gguf"));
+  tools::quantize_model(p("w.gguf"), p("w3.gguf"), "IQ3_S", 2);
+  expect_types(expected(w, GgmlType::IQ4_NL, GgmlType::Q8_0,
+                        [](int, const std::string& n) {
+                          if (n == "attn_v") return GgmlType::Q5_0;  // Q4_K (GQA 7), which 896 sends to Q5_0
+                          return n == "ffn_down" ? GgmlType::IQ3_S : GgmlType::IQ4_NL;
+                        }),
+               p("w3.gguf"));
+}
+
 TEST_F(QuantizeTool, ImatrixWeightsEachTensorAndChangesTheRules) {
   const Values v = write_llama(k8, p("in.gguf"));
   const auto weights = imatrix_weights(k8);
