@@ -34,7 +34,7 @@ constexpr Entry kTable[] = {
     {19, {"IQ1_S", 256, 50, true, true, false}},
     {20, {"IQ4_NL", 32, 18, true, true, true}},
     {21, {"IQ3_S", 256, 110, true, true, true}},
-    {22, {"IQ2_S", 256, 82, true, true, false}},
+    {22, {"IQ2_S", 256, 82, true, true, true}},
     {23, {"IQ4_XS", 256, 136, true, true, true}},
     {24, {"I8", 1, 1, false, false, false}},
     {25, {"I16", 1, 2, false, false, false}},

@@ -28,7 +28,8 @@ constexpr Ftype kFtypes[] = {
     {"Q1_0", 40, GgmlType::Q1_0},   {"Q2_0", 41, GgmlType::Q2_0},
     {"Q2_K_S", 21, GgmlType::Q2_K}, {"MXFP4_MOE", 38, GgmlType::MXFP4},
     {"IQ3_XS", 22, GgmlType::IQ3_S}, {"IQ3_S", 26, GgmlType::IQ3_S},
-    {"IQ3_M", 27, GgmlType::IQ3_S},
+    {"IQ3_M", 27, GgmlType::IQ3_S},  {"IQ3_XXS", 23, GgmlType::IQ3_XXS},
+    {"IQ2_M", 29, GgmlType::IQ2_S},
 };
 
 enum Ft : uint32_t {
@@ -37,6 +38,7 @@ enum Ft : uint32_t {
   kQ2_K = 10,
   kQ2_K_S = 21,
   kIQ3_XS = 22,
+  kIQ3_XXS = 23,
   kQ3_K_S = 11,
   kQ3_K_M = 12,
   kQ3_K_L = 13,
@@ -46,6 +48,7 @@ enum Ft : uint32_t {
   kIQ4_NL = 25,
   kIQ3_S = 26,
   kIQ3_M = 27,
+  kIQ2_M = 29,
   kIQ4_XS = 30,
   kTQ1_0 = 36,
   kTQ2_0 = 37,
@@ -193,6 +196,11 @@ GgmlType TypePlanner::choose(const std::string& name, const std::array<int64_t, 
     case GgmlType::IQ4_XS:
     case GgmlType::IQ3_S:
     case GgmlType::IQ3_XXS:
+    case GgmlType::IQ2_S:
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ2_XXS:
+    case GgmlType::IQ1_S:
+    case GgmlType::IQ1_M:
       t = GgmlType::IQ4_NL;
       break;
     case GgmlType::Q2_K:  // (IQ4_NL before llama.cpp v0.4.0)
@@ -247,18 +255,38 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
     if (overrides_.output) return *overrides_.output;  // (a tied token_embd: not returned early)
     // The output projection (or the token embedding tied to it) keeps 6 bits.
     if (ft == kMXFP4_MOE || falcon || ne[0] % type_traits(t).block_size != 0) return GgmlType::Q8_0;
+    if (ft == kIQ3_XXS || ft == kIQ2_M) return GgmlType::Q5_K;  // (llama.cpp's very-low-bit mixes)
     return t != GgmlType::Q8_0 ? GgmlType::Q6_K : t;
   }
   // MXFP4 for the experts' 3-d tensors, Q8_0 for everything else (token_embd included).
   if (ft == kMXFP4_MOE) return ne[2] > 1 ? GgmlType::MXFP4 : GgmlType::Q8_0;
-  if (name == "token_embd.weight" || name == "per_layer_token_embd.weight")
+  if (name == "token_embd.weight" || name == "per_layer_token_embd.weight") {
+    if (ft == kIQ3_XXS || ft == kIQ2_M) return GgmlType::IQ3_S;
     return ft == kTQ1_0 || ft == kTQ2_0 || ft == kQ2_0 ? GgmlType::Q4_K : t;
+  }
+  // The IQ2 mixes have rules of their own, and none from the general ones below.
+  if (ft == kIQ2_M) {
+    if (contains(name, "attn_v.weight")) {
+      t = n_gqa >= 4 || shape_.n_expert >= 4 ? GgmlType::Q4_K : GgmlType::IQ3_S;
+      ++i_attention_wv_;
+    } else if (shape_.n_expert == 8 && contains(name, "attn_k.weight")) {
+      t = GgmlType::Q4_K;
+    } else if (contains(name, "ffn_down")) {
+      if (i_ffn_down_ < shape_.n_layer / 8) t = GgmlType::IQ3_S;
+      ++i_ffn_down_;
+    } else if (contains(name, "attn_output.weight")) {
+      t = shape_.n_expert == 8 ? GgmlType::Q5_K : GgmlType::IQ3_S;
+    }
+    return t;
+  }
 
   if (contains(name, "attn_v.weight")) {
     if (ft == kQ2_K)
       t = n_gqa >= 4 ? GgmlType::Q4_K : GgmlType::Q3_K;
     else if (ft == kQ2_K_S && n_gqa >= 4)
       t = GgmlType::Q4_K;
+    else if (ft == kIQ3_XXS)
+      t = n_gqa >= 4 ? GgmlType::Q4_K : !shape_.has_imatrix ? GgmlType::IQ3_S : GgmlType::IQ3_XXS;
     else if ((ft == kIQ3_XS || ft == kIQ3_S) && n_gqa >= 4)
       t = GgmlType::Q4_K;
     else if (ft == kIQ3_M)
@@ -281,15 +309,22 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
       t = GgmlType::Q8_0;
     else if (ft == kIQ3_XS)
       t = GgmlType::IQ3_XXS;
+    else if (ft == kIQ3_XXS)
+      t = GgmlType::IQ2_S;
   } else if (contains(name, "attn_q.weight")) {
-    if (ft == kIQ3_XS) t = GgmlType::IQ3_XXS;
+    if (ft == kIQ3_XS)
+      t = GgmlType::IQ3_XXS;
+    else if (ft == kIQ3_XXS)
+      t = GgmlType::IQ2_S;
   } else if (contains(name, "ffn_down")) {
     const int i_layer = layer_info(i_ffn_down_), n_layer = shape_.n_layer;
     if (ft == kQ2_K)
       t = GgmlType::Q3_K;
     else if (ft == kQ2_K_S) {
       if (i_layer < n_layer / 8) t = GgmlType::Q4_K;
-    } else if (ft == kQ3_K_M)
+    } else if (ft == kIQ3_XXS && !shape_.has_imatrix)
+      t = i_layer < n_layer / 8 ? GgmlType::Q4_K : GgmlType::Q3_K;
+    else if (ft == kQ3_K_M)
       t = i_layer < n_layer / 16                         ? GgmlType::Q5_K
           : (!falcon || use_more_bits(i_layer, n_layer)) ? GgmlType::Q4_K
                                                          : GgmlType::Q3_K;
@@ -318,12 +353,14 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
   } else if (contains(name, "attn_output.weight")) {
     if (!falcon) {
       if (shape_.n_expert == 8) {
-        if (ft == kQ2_K || ft == kIQ3_XS || ft == kQ3_K_S || ft == kQ3_K_M || iq4 || ft == kQ4_K_S ||
+        if (ft == kQ2_K || ft == kIQ3_XS || ft == kIQ3_XXS || ft == kQ3_K_S || ft == kQ3_K_M || iq4 || ft == kQ4_K_S ||
             ft == kQ4_K_M || ft == kIQ3_S || ft == kIQ3_M)
           t = GgmlType::Q5_K;
       } else {
         if (ft == kQ2_K)
           t = GgmlType::Q3_K;
+        else if (ft == kIQ3_XXS)
+          t = GgmlType::IQ3_S;
         else if (ft == kQ3_K_M || ft == kIQ3_M)
           t = GgmlType::Q4_K;
         else if (ft == kQ3_K_L)

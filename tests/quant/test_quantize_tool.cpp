@@ -622,12 +622,12 @@ TEST_F(QuantizeTool, Q2_K_SAndMxfp4MoeMixes) {
   EXPECT_EQ(gguf::File::open(p("mx.gguf"))->get_uint("general.file_type"), 38u);
 }
 
-// The IQ3 mixes (llama-quantize's rules; each checked against llama.cpp v0.4.0's
+// The IQ3 and IQ2_M mixes (llama-quantize's rules; each checked against llama.cpp v0.4.0's
 // llama_model_quantize on gen-model qwen3-0.6b, qwen2.5-0.5b, SmolLM2 and TinyLlama shapes, with
 // and without an importance matrix: the same files): IQ3_S with attn_v at Q4_K where GQA >= 4;
 // IQ3_M also attn_output and the first eighth of ffn_down at Q4_K; IQ3_XS puts attn_q, attn_k
 // and the middle layers' gate and up at IQ3_XXS, which needs importance weights.
-TEST_F(QuantizeTool, Iq3Mixes) {
+TEST_F(QuantizeTool, Iq3AndIq2MMixes) {
   write_llama(k8, p("in.gguf"));  // 8 layers, GQA 8 / 2
   tools::quantize_model(p("in.gguf"), p("s.gguf"), "IQ3_S", 2);
   expect_types(expected(k8, GgmlType::IQ3_S, GgmlType::Q6_K,
@@ -657,6 +657,29 @@ TEST_F(QuantizeTool, Iq3Mixes) {
                         }),
                p("xs.gguf"));
   EXPECT_EQ(gguf::File::open(p("xs.gguf"))->get_uint("general.file_type"), 22u);
+
+  // IQ3_XXS: output Q5_K, embedding IQ3_S, attn_q and attn_k IQ2_S, attn_output IQ3_S, attn_v
+  // Q4_K at GQA >= 4; IQ2_M: IQ2_S with attn_v Q4_K (GQA >= 4), the first eighth of ffn_down
+  // and attn_output IQ3_S. Both need the importance matrix.
+  EXPECT_THROW(tools::quantize_model(p("in.gguf"), p("x3.gguf"), "IQ3_XXS", 2), Error);
+  tools::quantize_model(p("in.gguf"), p("x3.gguf"), "IQ3_XXS", 2, {}, &im);
+  expect_types(expected(k8, GgmlType::IQ3_S, GgmlType::Q5_K,
+                        [](int, const std::string& n) {
+                          if (n == "attn_v") return GgmlType::Q4_K;
+                          if (n == "attn_q" || n == "attn_k") return GgmlType::IQ2_S;
+                          if (n == "attn_output") return GgmlType::IQ3_S;
+                          return GgmlType::IQ3_XXS;
+                        }),
+               p("x3.gguf"));
+  tools::quantize_model(p("in.gguf"), p("m2.gguf"), "IQ2_M", 2, {}, &im);
+  expect_types(expected(k8, GgmlType::IQ3_S, GgmlType::Q5_K,
+                        [](int i, const std::string& n) {
+                          if (n == "attn_v") return GgmlType::Q4_K;
+                          if (n == "attn_output" || (n == "ffn_down" && i < 1)) return GgmlType::IQ3_S;
+                          return GgmlType::IQ2_S;
+                        }),
+               p("m2.gguf"));
+  EXPECT_EQ(gguf::File::open(p("m2.gguf"))->get_uint("general.file_type"), 29u);
 
   // Rows of 896 take IQ4_NL (the output Q8_0), as llama-quantize's fallback.
   const Spec w = {2, 896, 512, 256, 14, 2, false, GgmlType::F16};

@@ -1,0 +1,416 @@
+// IQ3_XXS, IQ3_S and IQ2_S quantization, as ggml's quantize_row_iq3_xxs_impl,
+// quantize_row_iq3_s_impl and quantize_row_iq2_s_impl (llama.cpp v0.4.0), op for op so that
+// files come out byte-identical to llama-quantize's. Each fits the groups of a block (4 values
+// for IQ3, 8 for IQ2) to a grid of lattice points whose coordinates are the odd 2l + 1 (l of 3
+// bits for IQ3, 0..2 for IQ2): a search over candidate scales rounds each group to the nearest
+// lattice point and, off the grid, picks the best of that point's precomputed nearest grid
+// entries; the block scales are then quantized to 4 bits against the super-block's d.
+#include <algorithm>
+#include <array>
+#include <cfloat>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "common/error.h"
+#include "common/fp16.h"
+#include "quant/iq_grids.h"
+#include "quant/reference.h"
+#include "quant/scale_search.h"
+
+namespace minfer::quant::ref {
+namespace {
+
+using detail::nearest_int;
+
+// The quantizer's view of a grid (ggml's iq3xs_init_impl / iq2xs_init_impl) of groups of G
+// values: entry j as G coordinates 2l + 1; map[u] for the index u of G value indexes (kBits
+// each): the entry when u is on the grid, else -(offset + 1) into `neighbours`, where a count n
+// is followed by the n entries nearest to u (those at its `nwant` smallest squared distances,
+// by distance then entry). Only points whose indexes are all below kmaxq get a list: the
+// searches clamp to those.
+template <int G>
+struct Lattice {
+  static constexpr int kBits = G == 4 ? 3 : 2;
+  std::vector<std::array<int8_t, G>> grid;
+  std::vector<int> map;
+  std::vector<uint16_t> neighbours;
+};
+
+template <int G>
+Lattice<G> build_lattice(const uint16_t* packed, int n, int nwant, int kmaxq) {
+  constexpr int kBits = Lattice<G>::kBits;
+  Lattice<G> g;
+  g.grid.resize(size_t(n));
+  g.map.assign(size_t(1) << (kBits * G), -1);
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < G; ++i)
+      g.grid[size_t(j)][size_t(i)] = int8_t(2 * ((packed[j] >> (kBits * i)) & ((1 << kBits) - 1)) + 1);
+    g.map[packed[j]] = j;  // (the packed entry is the index u of its own point)
+  }
+  std::vector<std::pair<int, int>> dist(static_cast<size_t>(n));
+  for (size_t u = 0; u < g.map.size(); ++u) {
+    if (g.map[u] >= 0) continue;
+    int8_t pos[G];
+    bool reachable = true;
+    for (int i = 0; i < G; ++i) {
+      const int l = int(u >> (kBits * i)) & ((1 << kBits) - 1);
+      reachable = reachable && l < kmaxq;
+      pos[i] = int8_t(2 * l + 1);
+    }
+    if (!reachable) continue;
+    for (int j = 0; j < n; ++j) {
+      int d2 = 0;
+      for (int i = 0; i < G; ++i) d2 += (g.grid[size_t(j)][size_t(i)] - pos[i]) * (g.grid[size_t(j)][size_t(i)] - pos[i]);
+      dist[size_t(j)] = {d2, j};
+    }
+    std::sort(dist.begin(), dist.end());
+    const size_t start = g.neighbours.size();
+    g.map[u] = -int(start) - 1;
+    g.neighbours.push_back(0);
+    int d2 = dist[0].first, nhave = 1, count = 0;
+    for (int j = 0; j < n; ++j) {
+      if (dist[size_t(j)].first > d2) {
+        if (nhave == nwant) break;
+        d2 = dist[size_t(j)].first;
+        ++nhave;
+      }
+      g.neighbours.push_back(uint16_t(dist[size_t(j)].second));
+      ++count;
+    }
+    g.neighbours[start] = uint16_t(count);
+  }
+  return g;
+}
+
+const Lattice<4>& iq3_lattice(int grid_size) {
+  static const Lattice<4> g256 = build_lattice<4>(iq_grid_detail::kIq3xxsPacked, 256, 2, 8);
+  static const Lattice<4> g512 = build_lattice<4>(iq_grid_detail::kIq3sPacked, 512, 3, 8);
+  return grid_size == 256 ? g256 : g512;
+}
+
+const Lattice<8>& iq2s_lattice() {
+  static const Lattice<8> g = build_lattice<8>(iq_grid_detail::kIq2sPacked, 1024, 1, 3);
+  return g;
+}
+
+// The neighbour of an off-grid group with the least weighted error at `scale`; its value
+// indexes into L, its entry returned.
+template <int G>
+int best_neighbour(const Lattice<G>& g, int u, const float* xval, const float* weight, float scale, int8_t* L) {
+  const uint16_t* nb = g.neighbours.data() + (-g.map[size_t(u)] - 1);
+  float best_d2 = FLT_MAX;
+  int index = -1;
+  for (int j = 1; j <= nb[0]; ++j) {
+    const auto& pg = g.grid[nb[j]];
+    float d2 = 0;
+    for (int i = 0; i < G; ++i) {
+      const float q = pg[size_t(i)];
+      const float diff = scale * q - xval[i];
+      d2 += weight[i] * diff * diff;
+    }
+    if (d2 < best_d2) {
+      best_d2 = d2;
+      index = nb[j];
+    }
+  }
+  for (int i = 0; i < G; ++i) L[i] = int8_t((g.grid[size_t(index)][size_t(i)] - 1) / 2);
+  return index;
+}
+
+// The lattice index of a group's G value indexes.
+template <int G>
+inline int lattice_index(const int8_t* L) {
+  int u = 0;
+  for (int i = 0; i < G; ++i) u |= L[i] << (Lattice<G>::kBits * i);
+  return u;
+}
+
+// How the types' block searches differ (ggml's copies of the same search).
+struct Search {
+  int block;            // values a block (one scale)
+  int kmaxq;            // value indexes 0 .. kmaxq - 1
+  int is_max;           // candidate scales (2 kmaxq - 1 + step is) / max, |is| <= is_max
+  float step;
+  bool start_on_grid;   // is_on_grid's value before the first candidate
+  bool repair_all;      // the final pass re-rounds every group, not only the off-grid ones
+};
+
+// One block (|values| in xval, weights, their square roots in waux): the indexes into L, the
+// block's scale returned (possibly negative: the caller flips the signs then).
+template <int G>
+float search_block(const Lattice<G>& g, const Search& cfg, const float* xval, const float* weight,
+                   const float* waux, float max, int8_t* L) {
+  const int ngroups = cfg.block / G;
+  int8_t Laux[32];
+  bool on_grid[8], on_grid_aux[8];
+  float best = 0;
+  float scale = max / (2 * cfg.kmaxq - 1);
+  for (int k = 0; k < ngroups; ++k) on_grid[k] = cfg.start_on_grid;
+  for (int is = -cfg.is_max; is <= cfg.is_max; ++is) {
+    const float id = (2 * cfg.kmaxq - 1 + is * cfg.step) / max;
+    const float this_scale = 1 / id;
+    for (int k = 0; k < ngroups; ++k) {
+      for (int i = 0; i < G; ++i) {
+        const int l = nearest_int(0.5f * (id * xval[G * k + i] - 1));
+        Laux[G * k + i] = int8_t(std::max(0, std::min(cfg.kmaxq - 1, l)));
+      }
+      const int u = lattice_index<G>(Laux + G * k);
+      on_grid_aux[k] = g.map[size_t(u)] >= 0;
+      if (!on_grid_aux[k]) best_neighbour(g, u, xval + G * k, waux + G * k, this_scale, Laux + G * k);
+    }
+    float sumqx = 0, sumq2 = 0;
+    for (int i = 0; i < cfg.block; ++i) {
+      const float w = weight[i];
+      const float q = float(2 * Laux[i] + 1);
+      sumqx += w * xval[i] * q;
+      sumq2 += w * q * q;
+    }
+    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+      scale = sumqx / sumq2;
+      best = scale * sumqx;
+      std::memcpy(L, Laux, size_t(cfg.block));
+      std::copy(on_grid_aux, on_grid_aux + ngroups, on_grid);
+    }
+  }
+  int n_off = 0;
+  for (int k = 0; k < ngroups; ++k) n_off += !on_grid[k];
+  if (n_off > 0 && scale > 0) {
+    const float id = 1 / scale;
+    for (int k = 0; k < ngroups; ++k) {
+      if (on_grid[k] && !cfg.repair_all) continue;
+      // On the grid the indexes stand; off it the best neighbour replaces them.
+      for (int i = 0; i < G; ++i)
+        L[G * k + i] = int8_t(std::max(0, std::min(cfg.kmaxq - 1, nearest_int(0.5f * (id * xval[G * k + i] - 1)))));
+      const int u = lattice_index<G>(L + G * k);
+      if (g.map[size_t(u)] < 0) best_neighbour(g, u, xval + G * k, waux + G * k, scale, L + G * k);
+    }
+    float sumqx = 0, sumq2 = 0;
+    for (int i = 0; i < cfg.block; ++i) {
+      const float w = weight[i];
+      const float q = float(2 * L[i] + 1);
+      sumqx += w * xval[i] * q;
+      sumq2 += w * q * q;
+    }
+    if (sumq2 > 0) scale = sumqx / sumq2;
+  }
+  return scale;
+}
+
+// A group's grid entry (every group of L is on the grid by now).
+template <int G>
+int entry_of(const Lattice<G>& g, const int8_t* L) {
+  const int index = g.map[size_t(lattice_index<G>(L))];
+  if (index < 0) fail("lattice quantization: a group left off the grid");  // (ggml aborts)
+  return index;
+}
+
+// Importance weights of a block of n (IQ3 without an imatrix: x^2) and their square roots.
+void block_weights(int n, const float* xb, const float* qw, float sigma2, float* weight, float* waux) {
+  for (int i = 0; i < n; ++i) weight[i] = qw ? qw[i] * std::sqrt(sigma2 + xb[i] * xb[i]) : xb[i] * xb[i];
+  for (int i = 0; i < n; ++i) waux[i] = std::sqrt(weight[i]);
+}
+
+float sigma2_of(const float* x) {
+  float sumx2 = 0;
+  for (int i = 0; i < QK_K; ++i) sumx2 += x[i] * x[i];
+  return 2 * sumx2 / QK_K;
+}
+
+// The signs of groups of 8 as bits, |x| into xval.
+inline uint8_t split_signs(const float* xb, float* xval) {
+  uint8_t s = 0;
+  for (int i = 0; i < 8; ++i) {
+    if (xb[i] >= 0) {
+      xval[i] = xb[i];
+    } else {
+      xval[i] = -xb[i];
+      s |= uint8_t(1 << i);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+void quantize_iq3_xxs(const float* x, block_iq3_xxs* y, int64_t k, const float* qw) {
+  const Lattice<4>& g = iq3_lattice(256);
+  constexpr Search cfg{32, 8, 15, 0.2f, true, false};
+  for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
+    block_iq3_xxs& b = y[ibl];
+    b.d = fp32_to_fp16(0.f);
+    uint8_t q3[QK_K / 4] = {};  // 8 grid entries a block
+    uint32_t scales_and_signs[QK_K / 32] = {};
+    float scales[QK_K / 32];
+    float max_scale = 0;
+    const float sigma2 = sigma2_of(x);
+    for (int ib = 0; ib < QK_K / 32; ++ib) {
+      const float* xb = x + 32 * ib;
+      float weight[32], waux[32], xval[32];
+      block_weights(32, xb, qw ? qw + QK_K * ibl + 32 * ib : nullptr, sigma2, weight, waux);
+      uint8_t block_signs[4];
+      // Signs come in 7 bits a group of 8: the eighth is the parity, so an odd count of
+      // negatives flips the value that costs least.
+      for (int kk = 0; kk < 4; ++kk) {
+        uint8_t s = split_signs(xb + 8 * kk, xval + 8 * kk);
+        if (__builtin_popcount(s) % 2) {
+          int imin = 0;
+          float min = weight[8 * kk] * xb[8 * kk] * xb[8 * kk];
+          for (int i = 1; i < 8; ++i) {
+            const float ax = weight[8 * kk + i] * xb[8 * kk + i] * xb[8 * kk + i];
+            if (ax < min) {
+              min = ax;
+              imin = i;
+            }
+          }
+          xval[8 * kk + imin] = -xval[8 * kk + imin];
+          s ^= uint8_t(1 << imin);
+        }
+        block_signs[kk] = s & 127;
+      }
+      float max = xval[0];
+      for (int i = 1; i < 32; ++i) max = max > xval[i] ? max : xval[i];
+      int8_t L[32] = {};
+      if (max < 1e-8f) {  // GROUP_MAX_EPS_IQ3_XXS
+        scales[ib] = 0;
+        continue;
+      }
+      float scale = search_block(g, cfg, xval, weight, waux, max, L);
+      if (scale < 0) {
+        scale = -scale;
+        for (uint8_t& s : block_signs) s = uint8_t(~s & 127);
+      }
+      for (int kk = 0; kk < 8; ++kk) q3[8 * ib + kk] = uint8_t(entry_of(g, L + 4 * kk));
+      scales_and_signs[ib] = uint32_t(block_signs[0]) | uint32_t(block_signs[1]) << 7 |
+                             uint32_t(block_signs[2]) << 14 | uint32_t(block_signs[3]) << 21;
+      scales[ib] = scale;
+      max_scale = max_scale > scale ? max_scale : scale;
+    }
+    if (!max_scale) {
+      std::memset(b.qs, 0, sizeof(b.qs));
+      continue;
+    }
+    const float d = max_scale / 31;
+    b.d = fp32_to_fp16(d * 1.0125f);
+    const float id = 1 / d;
+    for (int ib = 0; ib < QK_K / 32; ++ib) {
+      const int l = std::max(0, std::min(15, nearest_int(0.5f * (id * scales[ib] - 1))));
+      scales_and_signs[ib] |= uint32_t(l) << 28;
+    }
+    std::memcpy(b.qs, q3, sizeof(q3));
+    std::memcpy(b.qs + sizeof(q3), scales_and_signs, sizeof(scales_and_signs));
+  }
+}
+
+void quantize_iq3_s(const float* x, block_iq3_s* y, int64_t k, const float* qw) {
+  const Lattice<4>& g = iq3_lattice(512);
+  constexpr Search cfg{32, 8, 9, 0.2f, false, true};
+  for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
+    block_iq3_s& b = y[ibl];
+    std::memset(&b, 0, sizeof(b));
+    // As ggml's: the quants and signs of a block whose values are all zero are not written,
+    // and the blocks after it move up into its place (the high index bits stay in place).
+    uint8_t* qs = b.qs;
+    uint8_t* signs = b.signs;
+    float scales[QK_K / 32];
+    float max_scale = 0;
+    const float sigma2 = sigma2_of(x);
+    for (int ib = 0; ib < QK_K / 32; ++ib) {
+      const float* xb = x + 32 * ib;
+      float weight[32], waux[32], xval[32];
+      block_weights(32, xb, qw ? qw + QK_K * ibl + 32 * ib : nullptr, sigma2, weight, waux);
+      uint8_t block_signs[4];
+      for (int kk = 0; kk < 4; ++kk) block_signs[kk] = split_signs(xb + 8 * kk, xval + 8 * kk);
+      float max = xval[0];
+      for (int i = 1; i < 32; ++i) max = max > xval[i] ? max : xval[i];
+      int8_t L[32] = {};
+      if (!max) {
+        scales[ib] = 0;
+        continue;
+      }
+      float scale = search_block(g, cfg, xval, weight, waux, max, L);
+      if (scale < 0) {
+        scale = -scale;
+        for (uint8_t& s : block_signs) s = uint8_t(~s);
+      }
+      for (int kk = 0; kk < 8; ++kk) {
+        const int index = entry_of(g, L + 4 * kk);
+        qs[kk] = uint8_t(index & 255);
+        b.qh[(ib * 8 + kk) / 8] |= uint8_t((index >> 8) << ((ib * 8 + kk) % 8));
+      }
+      qs += 8;
+      std::memcpy(signs, block_signs, 4);
+      signs += 4;
+      scales[ib] = scale;
+      max_scale = max_scale > scale ? max_scale : scale;
+    }
+    if (!max_scale) continue;
+    const float d = max_scale / 31;
+    b.d = fp32_to_fp16(d * 1.033f);
+    const float id = 1 / d;
+    for (int ib = 0; ib < QK_K / 32; ib += 2) {
+      const int l1 = std::max(0, std::min(15, nearest_int(0.5f * (id * scales[ib] - 1))));
+      const int l2 = std::max(0, std::min(15, nearest_int(0.5f * (id * scales[ib + 1] - 1))));
+      b.scales[ib / 2] = uint8_t(l1 | (l2 << 4));
+    }
+  }
+}
+
+void quantize_iq2_s(const float* x, block_iq2_s* y, int64_t k, const float* qw) {
+  const Lattice<8>& g = iq2s_lattice();
+  constexpr Search cfg{16, 3, 9, 0.1f, true, false};
+  for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
+    block_iq2_s& b = y[ibl];
+    std::memset(&b, 0, sizeof(b));
+    float scales[QK_K / 16];
+    float max_scale = 0;
+    const float sigma2 = sigma2_of(x);
+    for (int ib = 0; ib < QK_K / 16; ++ib) {
+      const float* xb = x + 16 * ib;
+      float weight[16], waux[16], xval[16];
+      if (qw) {
+        block_weights(16, xb, qw + QK_K * ibl + 16 * ib, sigma2, weight, waux);
+      } else {  // (IQ2_S's own weights without an imatrix)
+        for (int i = 0; i < 16; ++i) weight[i] = 0.25f * sigma2 + xb[i] * xb[i];
+        for (int i = 0; i < 16; ++i) waux[i] = std::sqrt(weight[i]);
+      }
+      uint8_t block_signs[2];
+      for (int kk = 0; kk < 2; ++kk) block_signs[kk] = split_signs(xb + 8 * kk, xval + 8 * kk);
+      float max = xval[0];
+      for (int i = 1; i < 16; ++i) max = max > xval[i] ? max : xval[i];
+      int8_t L[16] = {};
+      if (max < 1e-8f) {  // GROUP_MAX_EPS_IQ2_S
+        scales[ib] = 0;
+        continue;
+      }
+      float scale = search_block(g, cfg, xval, weight, waux, max, L);
+      if (scale < 0) {
+        scale = -scale;
+        for (uint8_t& s : block_signs) s = uint8_t(~s);
+      }
+      for (int kk = 0; kk < 2; ++kk) {
+        const int index = entry_of(g, L + 8 * kk);
+        const int i8 = 2 * ib + kk;
+        b.qs[i8] = uint8_t(index & 255);
+        b.qh[i8 / 4] |= uint8_t((index >> 8) << (2 * (i8 % 4)));
+        b.qs[QK_K / 8 + i8] = block_signs[kk];
+      }
+      scales[ib] = scale;
+      max_scale = max_scale > scale ? max_scale : scale;
+    }
+    if (!max_scale) continue;
+    const float d = max_scale / 31;
+    b.d = fp32_to_fp16(d * 0.9875f);
+    const float id = 1 / d;
+    for (int ib = 0; ib < QK_K / 16; ++ib) {
+      const int l = std::max(0, std::min(15, nearest_int(0.5f * (id * scales[ib] - 1))));
+      if (ib % 2 == 0)
+        b.scales[ib / 2] = uint8_t(l);
+      else
+        b.scales[ib / 2] |= uint8_t(l << 4);
+    }
+  }
+}
+
+}  // namespace minfer::quant::ref
