@@ -1,5 +1,6 @@
-// IQ3_XXS, IQ3_S and IQ2_S quantization, as ggml's quantize_row_iq3_xxs_impl,
-// quantize_row_iq3_s_impl and quantize_row_iq2_s_impl (llama.cpp v0.4.0), op for op so that
+// IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS and IQ2_S quantization, as ggml's quantize_row_iq3_xxs_impl,
+// quantize_row_iq3_s_impl, quantize_row_iq2_xxs_impl, quantize_row_iq2_xs_impl and
+// quantize_row_iq2_s_impl (llama.cpp v0.4.0), op for op so that
 // files come out byte-identical to llama-quantize's. Each fits the groups of a block (4 values
 // for IQ3, 8 for IQ2) to a grid of lattice points whose coordinates are the odd 2l + 1 (l of 3
 // bits for IQ3, 0..2 for IQ2): a search over candidate scales rounds each group to the nearest
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "common/error.h"
@@ -90,9 +92,11 @@ const Lattice<4>& iq3_lattice(int grid_size) {
   return grid_size == 256 ? g256 : g512;
 }
 
-const Lattice<8>& iq2s_lattice() {
-  static const Lattice<8> g = build_lattice<8>(iq_grid_detail::kIq2sPacked, 1024, 1, 3);
-  return g;
+const Lattice<8>& iq2_lattice(int grid_size) {
+  static const Lattice<8> g256 = build_lattice<8>(iq_grid_detail::kIq2xxsPacked, 256, 2, 3);
+  static const Lattice<8> g512 = build_lattice<8>(iq_grid_detail::kIq2xsPacked, 512, 2, 3);
+  static const Lattice<8> g1024 = build_lattice<8>(iq_grid_detail::kIq2sPacked, 1024, 1, 3);
+  return grid_size == 256 ? g256 : grid_size == 512 ? g512 : g1024;
 }
 
 // The neighbour of an off-grid group with the least weighted error at `scale`; its value
@@ -137,6 +141,30 @@ struct Search {
   bool repair_all;      // the final pass re-rounds every group, not only the off-grid ones
 };
 
+// The final pass at the chosen scale: the groups (all, or those not on the grid when on_grid is
+// given) rounded again, off the grid replaced by the best neighbour (on it the indexes stand),
+// and the scale refitted to the result.
+template <int G>
+float regrid(const Lattice<G>& g, const Search& cfg, const float* xval, const float* weight, const float* waux,
+             float scale, const bool* on_grid, int8_t* L) {
+  const float id = 1 / scale;
+  for (int k = 0; k < cfg.block / G; ++k) {
+    if (on_grid && on_grid[k]) continue;
+    for (int i = 0; i < G; ++i)
+      L[G * k + i] = int8_t(std::max(0, std::min(cfg.kmaxq - 1, nearest_int(0.5f * (id * xval[G * k + i] - 1)))));
+    const int u = lattice_index<G>(L + G * k);
+    if (g.map[size_t(u)] < 0) best_neighbour(g, u, xval + G * k, waux + G * k, scale, L + G * k);
+  }
+  float sumqx = 0, sumq2 = 0;
+  for (int i = 0; i < cfg.block; ++i) {
+    const float w = weight[i];
+    const float q = float(2 * L[i] + 1);
+    sumqx += w * xval[i] * q;
+    sumq2 += w * q * q;
+  }
+  return sumq2 > 0 ? sumqx / sumq2 : scale;
+}
+
 // One block (|values| in xval, weights, their square roots in waux): the indexes into L, the
 // block's scale returned (possibly negative: the caller flips the signs then).
 template <int G>
@@ -176,25 +204,46 @@ float search_block(const Lattice<G>& g, const Search& cfg, const float* xval, co
   }
   int n_off = 0;
   for (int k = 0; k < ngroups; ++k) n_off += !on_grid[k];
-  if (n_off > 0 && scale > 0) {
-    const float id = 1 / scale;
-    for (int k = 0; k < ngroups; ++k) {
-      if (on_grid[k] && !cfg.repair_all) continue;
-      // On the grid the indexes stand; off it the best neighbour replaces them.
-      for (int i = 0; i < G; ++i)
-        L[G * k + i] = int8_t(std::max(0, std::min(cfg.kmaxq - 1, nearest_int(0.5f * (id * xval[G * k + i] - 1)))));
-      const int u = lattice_index<G>(L + G * k);
-      if (g.map[size_t(u)] < 0) best_neighbour(g, u, xval + G * k, waux + G * k, scale, L + G * k);
+  if (n_off > 0 && scale > 0)
+    scale = regrid(g, cfg, xval, weight, waux, scale, cfg.repair_all ? nullptr : on_grid, L);
+  return scale;
+}
+
+// IQ2_XXS's search: the candidates around make_qp_quants's scale, no record of which groups
+// were on the grid, and every group taken to the grid again at the end. nullopt: a block that
+// scale leaves empty (ggml writes nothing for it).
+std::optional<float> search_block_qp(const Lattice<8>& g, const Search& cfg, const float* xval,
+                                     const float* weight, const float* waux, int8_t* L) {
+  float scale = detail::make_qp_quants(cfg.block, cfg.kmaxq + 1, xval, reinterpret_cast<uint8_t*>(L), weight);
+  const float eff_max = scale * cfg.kmaxq;
+  if (eff_max <= 0) return std::nullopt;
+  int8_t Laux[32];
+  float best = 0;
+  for (int is = -cfg.is_max; is <= cfg.is_max; ++is) {
+    const float id = (2 * cfg.kmaxq - 1 + is * cfg.step) / eff_max;
+    const float this_scale = 1 / id;
+    for (int k = 0; k < cfg.block / 8; ++k) {
+      for (int i = 0; i < 8; ++i) {
+        const int l = nearest_int(0.5f * (id * xval[8 * k + i] - 1));
+        Laux[8 * k + i] = int8_t(std::max(0, std::min(cfg.kmaxq - 1, l)));
+      }
+      const int u = lattice_index<8>(Laux + 8 * k);
+      if (g.map[size_t(u)] < 0) best_neighbour(g, u, xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k);
     }
     float sumqx = 0, sumq2 = 0;
     for (int i = 0; i < cfg.block; ++i) {
       const float w = weight[i];
-      const float q = float(2 * L[i] + 1);
+      const float q = float(2 * Laux[i] + 1);
       sumqx += w * xval[i] * q;
       sumq2 += w * q * q;
     }
-    if (sumq2 > 0) scale = sumqx / sumq2;
+    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+      scale = sumqx / sumq2;
+      best = scale * sumqx;
+      std::memcpy(L, Laux, size_t(cfg.block));
+    }
   }
+  if (scale > 0) scale = regrid(g, cfg, xval, weight, waux, scale, nullptr, L);
   return scale;
 }
 
@@ -212,10 +261,11 @@ void block_weights(int n, const float* xb, const float* qw, float sigma2, float*
   for (int i = 0; i < n; ++i) waux[i] = std::sqrt(weight[i]);
 }
 
-float sigma2_of(const float* x) {
+// The mean square of a super-block, times 2 (IQ3, IQ2_S) or 1 (IQ2_XXS, IQ2_XS).
+float sigma2_of(const float* x, float times) {
   float sumx2 = 0;
   for (int i = 0; i < QK_K; ++i) sumx2 += x[i] * x[i];
-  return 2 * sumx2 / QK_K;
+  return times * sumx2 / QK_K;
 }
 
 // The signs of groups of 8 as bits, |x| into xval.
@@ -232,6 +282,30 @@ inline uint8_t split_signs(const float* xb, float* xval) {
   return s;
 }
 
+// Signs in 7 bits a group of 8, the eighth being the parity: an odd count of negatives flips
+// the value that costs least (|x| into xval, that one negated).
+inline uint8_t parity_signs(const float* xb, const float* weight, float* xval) {
+  uint8_t s = split_signs(xb, xval);
+  if (__builtin_popcount(s) % 2) {
+    int imin = 0;
+    float min = weight[0] * xb[0] * xb[0];
+    for (int i = 1; i < 8; ++i) {
+      const float ax = weight[i] * xb[i] * xb[i];
+      if (ax < min) {
+        min = ax;
+        imin = i;
+      }
+    }
+    xval[imin] = -xval[imin];
+    s ^= uint8_t(1 << imin);
+  }
+  return s & 127;
+}
+
+void require_weights(const float* qw, const char* type) {
+  if (!qw) fail("{} quantization needs importance weights (an imatrix), as ggml's", type);
+}
+
 }  // namespace
 
 void quantize_iq3_xxs(const float* x, block_iq3_xxs* y, int64_t k, const float* qw) {
@@ -244,31 +318,13 @@ void quantize_iq3_xxs(const float* x, block_iq3_xxs* y, int64_t k, const float* 
     uint32_t scales_and_signs[QK_K / 32] = {};
     float scales[QK_K / 32];
     float max_scale = 0;
-    const float sigma2 = sigma2_of(x);
+    const float sigma2 = sigma2_of(x, 2);
     for (int ib = 0; ib < QK_K / 32; ++ib) {
       const float* xb = x + 32 * ib;
       float weight[32], waux[32], xval[32];
       block_weights(32, xb, qw ? qw + QK_K * ibl + 32 * ib : nullptr, sigma2, weight, waux);
       uint8_t block_signs[4];
-      // Signs come in 7 bits a group of 8: the eighth is the parity, so an odd count of
-      // negatives flips the value that costs least.
-      for (int kk = 0; kk < 4; ++kk) {
-        uint8_t s = split_signs(xb + 8 * kk, xval + 8 * kk);
-        if (__builtin_popcount(s) % 2) {
-          int imin = 0;
-          float min = weight[8 * kk] * xb[8 * kk] * xb[8 * kk];
-          for (int i = 1; i < 8; ++i) {
-            const float ax = weight[8 * kk + i] * xb[8 * kk + i] * xb[8 * kk + i];
-            if (ax < min) {
-              min = ax;
-              imin = i;
-            }
-          }
-          xval[8 * kk + imin] = -xval[8 * kk + imin];
-          s ^= uint8_t(1 << imin);
-        }
-        block_signs[kk] = s & 127;
-      }
+      for (int kk = 0; kk < 4; ++kk) block_signs[kk] = parity_signs(xb + 8 * kk, weight + 8 * kk, xval + 8 * kk);
       float max = xval[0];
       for (int i = 1; i < 32; ++i) max = max > xval[i] ? max : xval[i];
       int8_t L[32] = {};
@@ -315,7 +371,7 @@ void quantize_iq3_s(const float* x, block_iq3_s* y, int64_t k, const float* qw) 
     uint8_t* signs = b.signs;
     float scales[QK_K / 32];
     float max_scale = 0;
-    const float sigma2 = sigma2_of(x);
+    const float sigma2 = sigma2_of(x, 2);
     for (int ib = 0; ib < QK_K / 32; ++ib) {
       const float* xb = x + 32 * ib;
       float weight[32], waux[32], xval[32];
@@ -358,14 +414,14 @@ void quantize_iq3_s(const float* x, block_iq3_s* y, int64_t k, const float* qw) 
 }
 
 void quantize_iq2_s(const float* x, block_iq2_s* y, int64_t k, const float* qw) {
-  const Lattice<8>& g = iq2s_lattice();
+  const Lattice<8>& g = iq2_lattice(1024);
   constexpr Search cfg{16, 3, 9, 0.1f, true, false};
   for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
     block_iq2_s& b = y[ibl];
     std::memset(&b, 0, sizeof(b));
     float scales[QK_K / 16];
     float max_scale = 0;
-    const float sigma2 = sigma2_of(x);
+    const float sigma2 = sigma2_of(x, 2);
     for (int ib = 0; ib < QK_K / 16; ++ib) {
       const float* xb = x + 16 * ib;
       float weight[16], waux[16], xval[16];
@@ -410,6 +466,115 @@ void quantize_iq2_s(const float* x, block_iq2_s* y, int64_t k, const float* qw) 
       else
         b.scales[ib / 2] |= uint8_t(l << 4);
     }
+  }
+}
+
+void quantize_iq2_xxs(const float* x, block_iq2_xxs* y, int64_t k, const float* qw) {
+  require_weights(qw, "IQ2_XXS");
+  const Lattice<8>& g = iq2_lattice(256);
+  constexpr Search cfg{32, 3, 6, 0.1f, false, true};
+  for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
+    block_iq2_xxs& b = y[ibl];
+    b.d = fp32_to_fp16(0.f);
+    uint32_t q2[QK_K / 16] = {};  // a block: 4 grid entries, then 4 x 7 sign bits and the scale
+    float scales[QK_K / 32];
+    float max_scale = 0;
+    const float sigma2 = sigma2_of(x, 1);
+    for (int ib = 0; ib < QK_K / 32; ++ib) {
+      const float* xb = x + 32 * ib;
+      float weight[32], waux[32], xval[32];
+      block_weights(32, xb, qw + QK_K * ibl + 32 * ib, sigma2, weight, waux);
+      uint8_t block_signs[4];
+      for (int kk = 0; kk < 4; ++kk) block_signs[kk] = parity_signs(xb + 8 * kk, weight + 8 * kk, xval + 8 * kk);
+      float max = xval[0];
+      for (int i = 1; i < 32; ++i) max = max > xval[i] ? max : xval[i];
+      int8_t L[32] = {};
+      if (max < detail::kGroupMaxEps) {
+        scales[ib] = 0;
+        continue;
+      }
+      const std::optional<float> found = search_block_qp(g, cfg, xval, weight, waux, L);
+      if (!found) {
+        scales[ib] = 0;
+        continue;
+      }
+      float scale = *found;
+      if (scale < 0) {
+        scale = -scale;
+        for (uint8_t& s : block_signs) s = uint8_t(~s & 127);
+      }
+      for (int kk = 0; kk < 4; ++kk) {
+        q2[2 * ib] |= uint32_t(entry_of(g, L + 8 * kk)) << (8 * kk);
+        q2[2 * ib + 1] |= uint32_t(block_signs[kk]) << (7 * kk);
+      }
+      scales[ib] = scale;
+      max_scale = max_scale > scale ? max_scale : scale;
+    }
+    if (!max_scale) {
+      std::memset(b.qs, 0, sizeof(b.qs));
+      continue;
+    }
+    const float d = max_scale / 31;
+    b.d = fp32_to_fp16(d);
+    const float id = 1 / d;
+    for (int ib = 0; ib < QK_K / 32; ++ib) {
+      const int l = std::max(0, std::min(15, nearest_int(0.5f * (id * scales[ib] - 1))));
+      q2[2 * ib + 1] |= uint32_t(l) << 28;
+    }
+    std::memcpy(b.qs, q2, sizeof(q2));
+  }
+}
+
+void quantize_iq2_xs(const float* x, block_iq2_xs* y, int64_t k, const float* qw) {
+  require_weights(qw, "IQ2_XS");
+  const Lattice<8>& g = iq2_lattice(512);
+  constexpr Search cfg{16, 3, 9, 0.1f, true, false};
+  for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
+    block_iq2_xs& b = y[ibl];
+    b.d = fp32_to_fp16(0.f);
+    std::memset(b.scales, 0, sizeof(b.scales));
+    uint16_t q2[QK_K / 8] = {};  // a group: 9-bit grid entry | 7 sign bits << 9
+    float scales[QK_K / 16];
+    float max_scale = 0;
+    const float sigma2 = sigma2_of(x, 1);
+    for (int ib = 0; ib < QK_K / 16; ++ib) {
+      const float* xb = x + 16 * ib;
+      float weight[16], waux[16], xval[16];
+      block_weights(16, xb, qw + QK_K * ibl + 16 * ib, sigma2, weight, waux);
+      uint8_t block_signs[2];
+      for (int kk = 0; kk < 2; ++kk) block_signs[kk] = parity_signs(xb + 8 * kk, weight + 8 * kk, xval + 8 * kk);
+      float max = xval[0];
+      for (int i = 1; i < 16; ++i) max = max > xval[i] ? max : xval[i];
+      int8_t L[16] = {};
+      if (max < detail::kGroupMaxEps) {
+        scales[ib] = 0;
+        continue;
+      }
+      float scale = search_block(g, cfg, xval, weight, waux, max, L);
+      if (scale < 0) {
+        scale = -scale;
+        for (uint8_t& s : block_signs) s = uint8_t(~s & 127);
+      }
+      for (int kk = 0; kk < 2; ++kk)
+        q2[2 * ib + kk] = uint16_t(entry_of(g, L + 8 * kk) | (block_signs[kk] << 9));
+      scales[ib] = scale;
+      max_scale = max_scale > scale ? max_scale : scale;
+    }
+    if (!max_scale) {
+      std::memset(b.qs, 0, sizeof(b.qs));
+      continue;
+    }
+    const float d = max_scale / 31;
+    b.d = fp32_to_fp16(d);
+    const float id = 1 / d;
+    for (int ib = 0; ib < QK_K / 16; ++ib) {
+      const int l = std::max(0, std::min(15, nearest_int(0.5f * (id * scales[ib] - 1))));
+      if (ib % 2 == 0)
+        b.scales[ib / 2] = uint8_t(l);
+      else
+        b.scales[ib / 2] |= uint8_t(l << 4);
+    }
+    std::memcpy(b.qs, q2, sizeof(q2));
   }
 }
 

@@ -162,9 +162,19 @@ constexpr Codec kCodecs[] = {
      dequant<block_iq2_s, ref::dequantize_iq2_s>,
      {0, -1},
      65504.0f * 31 * 43 / 4},
+    // IQ2_XXS, IQ2_XS: d x (0.5 + scale) / 4 x grid value, at most 65504 x 15.5 x 43 / 4; their
+    // quantizers need importance weights (an Error without).
+    {GgmlType::IQ2_XXS,
+     quant_qw<block_iq2_xxs, ref::quantize_iq2_xxs>,
+     dequant<block_iq2_xxs, ref::dequantize_iq2_xxs>,
+     {0, -1},
+     65504.0f * 15.5f * 43 / 4},
+    {GgmlType::IQ2_XS,
+     quant_qw<block_iq2_xs, ref::quantize_iq2_xs>,
+     dequant<block_iq2_xs, ref::dequantize_iq2_xs>,
+     {0, -1},
+     65504.0f * 15.5f * 43 / 4},
     // Dequantization only (quantize is nullptr): see block_iq2_xxs.
-    {GgmlType::IQ2_XXS, nullptr, dequant<block_iq2_xxs, ref::dequantize_iq2_xxs>, {0, -1}, 0},
-    {GgmlType::IQ2_XS, nullptr, dequant<block_iq2_xs, ref::dequantize_iq2_xs>, {0, -1}, 0},
     {GgmlType::IQ1_S, nullptr, dequant<block_iq1_s, ref::dequantize_iq1_s>, {0, -1}, 0},
     {GgmlType::IQ1_M, nullptr, dequant<block_iq1_m, ref::dequantize_iq1_m>, {-1, -1}, 0},
 };

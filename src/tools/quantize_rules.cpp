@@ -29,13 +29,16 @@ constexpr Ftype kFtypes[] = {
     {"Q2_K_S", 21, GgmlType::Q2_K}, {"MXFP4_MOE", 38, GgmlType::MXFP4},
     {"IQ3_XS", 22, GgmlType::IQ3_S}, {"IQ3_S", 26, GgmlType::IQ3_S},
     {"IQ3_M", 27, GgmlType::IQ3_S},  {"IQ3_XXS", 23, GgmlType::IQ3_XXS},
-    {"IQ2_M", 29, GgmlType::IQ2_S},
+    {"IQ2_M", 29, GgmlType::IQ2_S},  {"IQ2_XXS", 19, GgmlType::IQ2_XXS},
+    {"IQ2_XS", 20, GgmlType::IQ2_XS}, {"IQ2_S", 28, GgmlType::IQ2_XS},
 };
 
 enum Ft : uint32_t {
   kQ4_0 = 2,
   kQ5_0 = 8,
   kQ2_K = 10,
+  kIQ2_XXS = 19,
+  kIQ2_XS = 20,
   kQ2_K_S = 21,
   kIQ3_XS = 22,
   kIQ3_XXS = 23,
@@ -48,6 +51,7 @@ enum Ft : uint32_t {
   kIQ4_NL = 25,
   kIQ3_S = 26,
   kIQ3_M = 27,
+  kIQ2_S = 28,
   kIQ2_M = 29,
   kIQ4_XS = 30,
   kTQ1_0 = 36,
@@ -238,6 +242,8 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
   const int n_gqa = shape_.n_head_kv > 0 ? shape_.n_head / shape_.n_head_kv : 0;
   GgmlType t = ftype_.default_type;
   const bool iq4 = ft == kIQ4_NL || ft == kIQ4_XS;  // the two share every rule
+  const bool iq2 = ft == kIQ2_XXS || ft == kIQ2_XS || ft == kIQ2_S || ft == kIQ2_M;
+  const bool iq2_s = ft == kIQ2_S || ft == kIQ2_M;  // (IQ3_S where the others take Q2_K)
 
   // ffn_* counters stand for the layer index, except with experts, whose tensors are not
   // in layer order: there the layer comes from the name.
@@ -255,27 +261,32 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
     if (overrides_.output) return *overrides_.output;  // (a tied token_embd: not returned early)
     // The output projection (or the token embedding tied to it) keeps 6 bits.
     if (ft == kMXFP4_MOE || falcon || ne[0] % type_traits(t).block_size != 0) return GgmlType::Q8_0;
-    if (ft == kIQ3_XXS || ft == kIQ2_M) return GgmlType::Q5_K;  // (llama.cpp's very-low-bit mixes)
+    if (ft == kIQ3_XXS || iq2) return GgmlType::Q5_K;  // (llama.cpp's very-low-bit mixes)
     return t != GgmlType::Q8_0 ? GgmlType::Q6_K : t;
   }
   // MXFP4 for the experts' 3-d tensors, Q8_0 for everything else (token_embd included).
   if (ft == kMXFP4_MOE) return ne[2] > 1 ? GgmlType::MXFP4 : GgmlType::Q8_0;
   if (name == "token_embd.weight" || name == "per_layer_token_embd.weight") {
-    if (ft == kIQ3_XXS || ft == kIQ2_M) return GgmlType::IQ3_S;
+    if (ft == kIQ3_XXS || iq2_s) return GgmlType::IQ3_S;
+    if (iq2) return GgmlType::Q2_K;
     return ft == kTQ1_0 || ft == kTQ2_0 || ft == kQ2_0 ? GgmlType::Q4_K : t;
   }
   // The IQ2 mixes have rules of their own, and none from the general ones below.
-  if (ft == kIQ2_M) {
+  if (iq2) {
+    const GgmlType more = iq2_s ? GgmlType::IQ3_S : GgmlType::Q2_K;
     if (contains(name, "attn_v.weight")) {
-      t = n_gqa >= 4 || shape_.n_expert >= 4 ? GgmlType::Q4_K : GgmlType::IQ3_S;
+      t = n_gqa >= 4 || shape_.n_expert >= 4 ? GgmlType::Q4_K : more;
       ++i_attention_wv_;
     } else if (shape_.n_expert == 8 && contains(name, "attn_k.weight")) {
       t = GgmlType::Q4_K;
     } else if (contains(name, "ffn_down")) {
-      if (i_ffn_down_ < shape_.n_layer / 8) t = GgmlType::IQ3_S;
+      if (i_ffn_down_ < shape_.n_layer / 8) t = more;
       ++i_ffn_down_;
     } else if (contains(name, "attn_output.weight")) {
-      t = shape_.n_expert == 8 ? GgmlType::Q5_K : GgmlType::IQ3_S;
+      if (shape_.n_expert == 8)
+        t = GgmlType::Q5_K;
+      else if (iq2_s)
+        t = GgmlType::IQ3_S;
     }
     return t;
   }

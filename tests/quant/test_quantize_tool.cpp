@@ -374,14 +374,15 @@ TEST(QuantizeFtype, ByNameOrLlamaFtypeNumber) {
   for (auto [arg, name, value] : {std::tuple{"q4_k_m", "Q4_K_M", 15u}, {"15", "Q4_K_M", 15u},
                                   {"12", "Q3_K_M", 12u}, {"Q3_K", "Q3_K", 12u}, {"7", "Q8_0", 7u},
                                   {"1", "F16", 1u}, {"0", "F32", 0u}, {"32", "BF16", 32u},
-                                  {"21", "Q2_K_S", 21u}, {"38", "MXFP4_MOE", 38u}, {"41", "Q2_0", 41u}}) {
+                                  {"21", "Q2_K_S", 21u}, {"38", "MXFP4_MOE", 38u}, {"41", "Q2_0", 41u},
+                                  {"19", "IQ2_XXS", 19u}, {"28", "IQ2_S", 28u}}) {
     const tools::Ftype* f = tools::find_ftype(arg);
     ASSERT_NE(f, nullptr) << arg;
     EXPECT_EQ(f->name, name) << arg;
     EXPECT_EQ(f->value, value) << arg;
   }
-  // 19 is IQ2_XXS, which minfer does not write; 4-6 and 33-35 are gone from llama.h.
-  for (const char* bad : {"", "19", "4", "33", "999", "15x", "-15", " 15", "+15", "Q9_X"})
+  // 24 is IQ1_S, which minfer does not write; 4-6 and 33-35 are gone from llama.h.
+  for (const char* bad : {"", "24", "4", "33", "999", "15x", "-15", " 15", "+15", "Q9_X"})
     EXPECT_EQ(tools::find_ftype(bad), nullptr) << "'" << bad << "'";
 }
 
@@ -622,12 +623,12 @@ TEST_F(QuantizeTool, Q2_K_SAndMxfp4MoeMixes) {
   EXPECT_EQ(gguf::File::open(p("mx.gguf"))->get_uint("general.file_type"), 38u);
 }
 
-// The IQ3 and IQ2_M mixes (llama-quantize's rules; each checked against llama.cpp v0.4.0's
+// The IQ3 and IQ2 mixes (llama-quantize's rules; each checked against llama.cpp v0.4.0's
 // llama_model_quantize on gen-model qwen3-0.6b, qwen2.5-0.5b, SmolLM2 and TinyLlama shapes, with
 // and without an importance matrix: the same files): IQ3_S with attn_v at Q4_K where GQA >= 4;
 // IQ3_M also attn_output and the first eighth of ffn_down at Q4_K; IQ3_XS puts attn_q, attn_k
 // and the middle layers' gate and up at IQ3_XXS, which needs importance weights.
-TEST_F(QuantizeTool, Iq3AndIq2MMixes) {
+TEST_F(QuantizeTool, Iq3AndIq2Mixes) {
   write_llama(k8, p("in.gguf"));  // 8 layers, GQA 8 / 2
   tools::quantize_model(p("in.gguf"), p("s.gguf"), "IQ3_S", 2);
   expect_types(expected(k8, GgmlType::IQ3_S, GgmlType::Q6_K,
@@ -680,6 +681,25 @@ TEST_F(QuantizeTool, Iq3AndIq2MMixes) {
                         }),
                p("m2.gguf"));
   EXPECT_EQ(gguf::File::open(p("m2.gguf"))->get_uint("general.file_type"), 29u);
+  // IQ2_XXS / IQ2_XS: the embedding and the first eighth of ffn_down Q2_K; IQ2_S: IQ2_XS with
+  // IQ2_M's IQ3_S rules.
+  tools::quantize_model(p("in.gguf"), p("xxs.gguf"), "IQ2_XXS", 2, {}, &im);
+  expect_types(expected(k8, GgmlType::Q2_K, GgmlType::Q5_K,
+                        [](int i, const std::string& n) {
+                          if (n == "attn_v") return GgmlType::Q4_K;
+                          if (n == "ffn_down" && i < 1) return GgmlType::Q2_K;
+                          return GgmlType::IQ2_XXS;
+                        }),
+               p("xxs.gguf"));
+  tools::quantize_model(p("in.gguf"), p("s2.gguf"), "IQ2_S", 2, {}, &im);
+  expect_types(expected(k8, GgmlType::IQ3_S, GgmlType::Q5_K,
+                        [](int i, const std::string& n) {
+                          if (n == "attn_v") return GgmlType::Q4_K;
+                          if (n == "attn_output" || (n == "ffn_down" && i < 1)) return GgmlType::IQ3_S;
+                          return GgmlType::IQ2_XS;
+                        }),
+               p("s2.gguf"));
+  EXPECT_EQ(gguf::File::open(p("s2.gguf"))->get_uint("general.file_type"), 28u);
 
   // Rows of 896 take IQ4_NL (the output Q8_0), as llama-quantize's fallback.
   const Spec w = {2, 896, 512, 256, 14, 2, false, GgmlType::F16};
