@@ -250,7 +250,8 @@ std::optional<float> search_block_qp(const Lattice<8>& g, const Search& cfg, con
 // A group's grid entry (every group of L is on the grid by now).
 template <int G>
 int entry_of(const Lattice<G>& g, const int8_t* L) {
-  const int index = g.map[size_t(lattice_index<G>(L))];
+  const size_t u = size_t(lattice_index<G>(L));
+  const int index = u < g.map.size() ? g.map[u] : -1;
   if (index < 0) fail("lattice quantization: a group left off the grid");  // (ggml aborts)
   return index;
 }
