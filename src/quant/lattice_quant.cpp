@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -307,11 +308,43 @@ void require_weights(const float* qw, const char* type) {
   if (!qw) fail("{} quantization needs importance weights (an imatrix), as ggml's", type);
 }
 
+// What the types' blocks differ in besides the search.
+struct BlockKind {
+  int block;    // values a scale
+  bool parity;  // 7 sign bits a group of 8, the eighth the parity (else 8 bits)
+  float eps;    // a block whose largest |x| is under it is left empty
+};
+
+// A block's signs (into `signs`, a byte a group of 8) and its fit by `search(xval, max)` (into
+// L): the scale, made positive by flipping the signs, or nullopt for a block left empty.
+template <class SearchFn>
+std::optional<float> fit_block(const BlockKind& kind, const float* xb, const float* weight, SearchFn&& search,
+                               uint8_t* signs) {
+  float xval[32];
+  for (int k = 0; k < kind.block / 8; ++k)
+    signs[k] = kind.parity ? parity_signs(xb + 8 * k, weight + 8 * k, xval + 8 * k) : split_signs(xb + 8 * k, xval + 8 * k);
+  float max = xval[0];
+  for (int i = 1; i < kind.block; ++i) max = max > xval[i] ? max : xval[i];
+  if (max < kind.eps) return std::nullopt;
+  std::optional<float> scale = search(xval, max);
+  if (scale && *scale < 0) {
+    *scale = -*scale;
+    for (int k = 0; k < kind.block / 8; ++k) signs[k] = uint8_t(kind.parity ? ~signs[k] & 127 : ~signs[k]);
+  }
+  return scale;
+}
+
+// A block scale's 4-bit code against the super-block's 1 / d.
+inline int scale_code(float id, float scale) {
+  return std::max(0, std::min(15, nearest_int(0.5f * (id * scale - 1))));
+}
+
 }  // namespace
 
 void quantize_iq3_xxs(const float* x, block_iq3_xxs* y, int64_t k, const float* qw) {
   const Lattice<4>& g = iq3_lattice(256);
   constexpr Search cfg{32, 8, 15, 0.2f, true, false};
+  constexpr BlockKind kind{32, true, 1e-8f};  // (GROUP_MAX_EPS_IQ3_XXS)
   for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
     block_iq3_xxs& b = y[ibl];
     b.d = fp32_to_fp16(0.f);
@@ -322,27 +355,19 @@ void quantize_iq3_xxs(const float* x, block_iq3_xxs* y, int64_t k, const float* 
     const float sigma2 = sigma2_of(x, 2);
     for (int ib = 0; ib < QK_K / 32; ++ib) {
       const float* xb = x + 32 * ib;
-      float weight[32], waux[32], xval[32];
+      float weight[32], waux[32];
       block_weights(32, xb, qw ? qw + QK_K * ibl + 32 * ib : nullptr, sigma2, weight, waux);
-      uint8_t block_signs[4];
-      for (int kk = 0; kk < 4; ++kk) block_signs[kk] = parity_signs(xb + 8 * kk, weight + 8 * kk, xval + 8 * kk);
-      float max = xval[0];
-      for (int i = 1; i < 32; ++i) max = max > xval[i] ? max : xval[i];
       int8_t L[32] = {};
-      if (max < 1e-8f) {  // GROUP_MAX_EPS_IQ3_XXS
-        scales[ib] = 0;
-        continue;
-      }
-      float scale = search_block(g, cfg, xval, weight, waux, max, L);
-      if (scale < 0) {
-        scale = -scale;
-        for (uint8_t& s : block_signs) s = uint8_t(~s & 127);
-      }
+      uint8_t signs[4];
+      const auto scale = fit_block(kind, xb, weight, [&](const float* xval, float max) -> std::optional<float> {
+        return search_block(g, cfg, xval, weight, waux, max, L);
+      }, signs);
+      scales[ib] = scale.value_or(0.f);
+      if (!scale) continue;
       for (int kk = 0; kk < 8; ++kk) q3[8 * ib + kk] = uint8_t(entry_of(g, L + 4 * kk));
-      scales_and_signs[ib] = uint32_t(block_signs[0]) | uint32_t(block_signs[1]) << 7 |
-                             uint32_t(block_signs[2]) << 14 | uint32_t(block_signs[3]) << 21;
-      scales[ib] = scale;
-      max_scale = max_scale > scale ? max_scale : scale;
+      scales_and_signs[ib] = uint32_t(signs[0]) | uint32_t(signs[1]) << 7 | uint32_t(signs[2]) << 14 |
+                             uint32_t(signs[3]) << 21;
+      max_scale = max_scale > *scale ? max_scale : *scale;
     }
     if (!max_scale) {
       std::memset(b.qs, 0, sizeof(b.qs));
@@ -351,10 +376,7 @@ void quantize_iq3_xxs(const float* x, block_iq3_xxs* y, int64_t k, const float* 
     const float d = max_scale / 31;
     b.d = fp32_to_fp16(d * 1.0125f);
     const float id = 1 / d;
-    for (int ib = 0; ib < QK_K / 32; ++ib) {
-      const int l = std::max(0, std::min(15, nearest_int(0.5f * (id * scales[ib] - 1))));
-      scales_and_signs[ib] |= uint32_t(l) << 28;
-    }
+    for (int ib = 0; ib < QK_K / 32; ++ib) scales_and_signs[ib] |= uint32_t(scale_code(id, scales[ib])) << 28;
     std::memcpy(b.qs, q3, sizeof(q3));
     std::memcpy(b.qs + sizeof(q3), scales_and_signs, sizeof(scales_and_signs));
   }
@@ -363,6 +385,7 @@ void quantize_iq3_xxs(const float* x, block_iq3_xxs* y, int64_t k, const float* 
 void quantize_iq3_s(const float* x, block_iq3_s* y, int64_t k, const float* qw) {
   const Lattice<4>& g = iq3_lattice(512);
   constexpr Search cfg{32, 8, 9, 0.2f, false, true};
+  constexpr BlockKind kind{32, false, std::numeric_limits<float>::denorm_min()};  // (max == 0)
   for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
     block_iq3_s& b = y[ibl];
     std::memset(&b, 0, sizeof(b));
@@ -375,22 +398,15 @@ void quantize_iq3_s(const float* x, block_iq3_s* y, int64_t k, const float* qw) 
     const float sigma2 = sigma2_of(x, 2);
     for (int ib = 0; ib < QK_K / 32; ++ib) {
       const float* xb = x + 32 * ib;
-      float weight[32], waux[32], xval[32];
+      float weight[32], waux[32];
       block_weights(32, xb, qw ? qw + QK_K * ibl + 32 * ib : nullptr, sigma2, weight, waux);
-      uint8_t block_signs[4];
-      for (int kk = 0; kk < 4; ++kk) block_signs[kk] = split_signs(xb + 8 * kk, xval + 8 * kk);
-      float max = xval[0];
-      for (int i = 1; i < 32; ++i) max = max > xval[i] ? max : xval[i];
       int8_t L[32] = {};
-      if (!max) {
-        scales[ib] = 0;
-        continue;
-      }
-      float scale = search_block(g, cfg, xval, weight, waux, max, L);
-      if (scale < 0) {
-        scale = -scale;
-        for (uint8_t& s : block_signs) s = uint8_t(~s);
-      }
+      uint8_t block_signs[4];
+      const auto scale = fit_block(kind, xb, weight, [&](const float* xval, float max) -> std::optional<float> {
+        return search_block(g, cfg, xval, weight, waux, max, L);
+      }, block_signs);
+      scales[ib] = scale.value_or(0.f);
+      if (!scale) continue;
       for (int kk = 0; kk < 8; ++kk) {
         const int index = entry_of(g, L + 4 * kk);
         qs[kk] = uint8_t(index & 255);
@@ -399,24 +415,21 @@ void quantize_iq3_s(const float* x, block_iq3_s* y, int64_t k, const float* qw) 
       qs += 8;
       std::memcpy(signs, block_signs, 4);
       signs += 4;
-      scales[ib] = scale;
-      max_scale = max_scale > scale ? max_scale : scale;
+      max_scale = max_scale > *scale ? max_scale : *scale;
     }
     if (!max_scale) continue;
     const float d = max_scale / 31;
     b.d = fp32_to_fp16(d * 1.033f);
     const float id = 1 / d;
-    for (int ib = 0; ib < QK_K / 32; ib += 2) {
-      const int l1 = std::max(0, std::min(15, nearest_int(0.5f * (id * scales[ib] - 1))));
-      const int l2 = std::max(0, std::min(15, nearest_int(0.5f * (id * scales[ib + 1] - 1))));
-      b.scales[ib / 2] = uint8_t(l1 | (l2 << 4));
-    }
+    for (int ib = 0; ib < QK_K / 32; ib += 2)
+      b.scales[ib / 2] = uint8_t(scale_code(id, scales[ib]) | (scale_code(id, scales[ib + 1]) << 4));
   }
 }
 
 void quantize_iq2_s(const float* x, block_iq2_s* y, int64_t k, const float* qw) {
   const Lattice<8>& g = iq2_lattice(1024);
   constexpr Search cfg{16, 3, 9, 0.1f, true, false};
+  constexpr BlockKind kind{16, false, 1e-8f};  // (GROUP_MAX_EPS_IQ2_S)
   for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
     block_iq2_s& b = y[ibl];
     std::memset(&b, 0, sizeof(b));
@@ -425,48 +438,35 @@ void quantize_iq2_s(const float* x, block_iq2_s* y, int64_t k, const float* qw) 
     const float sigma2 = sigma2_of(x, 2);
     for (int ib = 0; ib < QK_K / 16; ++ib) {
       const float* xb = x + 16 * ib;
-      float weight[16], waux[16], xval[16];
+      float weight[16], waux[16];
       if (qw) {
         block_weights(16, xb, qw + QK_K * ibl + 16 * ib, sigma2, weight, waux);
       } else {  // (IQ2_S's own weights without an imatrix)
         for (int i = 0; i < 16; ++i) weight[i] = 0.25f * sigma2 + xb[i] * xb[i];
         for (int i = 0; i < 16; ++i) waux[i] = std::sqrt(weight[i]);
       }
-      uint8_t block_signs[2];
-      for (int kk = 0; kk < 2; ++kk) block_signs[kk] = split_signs(xb + 8 * kk, xval + 8 * kk);
-      float max = xval[0];
-      for (int i = 1; i < 16; ++i) max = max > xval[i] ? max : xval[i];
       int8_t L[16] = {};
-      if (max < 1e-8f) {  // GROUP_MAX_EPS_IQ2_S
-        scales[ib] = 0;
-        continue;
-      }
-      float scale = search_block(g, cfg, xval, weight, waux, max, L);
-      if (scale < 0) {
-        scale = -scale;
-        for (uint8_t& s : block_signs) s = uint8_t(~s);
-      }
+      uint8_t signs[2];
+      const auto scale = fit_block(kind, xb, weight, [&](const float* xval, float max) -> std::optional<float> {
+        return search_block(g, cfg, xval, weight, waux, max, L);
+      }, signs);
+      scales[ib] = scale.value_or(0.f);
+      if (!scale) continue;
       for (int kk = 0; kk < 2; ++kk) {
         const int index = entry_of(g, L + 8 * kk);
         const int i8 = 2 * ib + kk;
         b.qs[i8] = uint8_t(index & 255);
         b.qh[i8 / 4] |= uint8_t((index >> 8) << (2 * (i8 % 4)));
-        b.qs[QK_K / 8 + i8] = block_signs[kk];
+        b.qs[QK_K / 8 + i8] = signs[kk];
       }
-      scales[ib] = scale;
-      max_scale = max_scale > scale ? max_scale : scale;
+      max_scale = max_scale > *scale ? max_scale : *scale;
     }
     if (!max_scale) continue;
     const float d = max_scale / 31;
     b.d = fp32_to_fp16(d * 0.9875f);
     const float id = 1 / d;
-    for (int ib = 0; ib < QK_K / 16; ++ib) {
-      const int l = std::max(0, std::min(15, nearest_int(0.5f * (id * scales[ib] - 1))));
-      if (ib % 2 == 0)
-        b.scales[ib / 2] = uint8_t(l);
-      else
-        b.scales[ib / 2] |= uint8_t(l << 4);
-    }
+    for (int ib = 0; ib < QK_K / 16; ib += 2)
+      b.scales[ib / 2] = uint8_t(scale_code(id, scales[ib]) | (scale_code(id, scales[ib + 1]) << 4));
   }
 }
 
@@ -474,6 +474,7 @@ void quantize_iq2_xxs(const float* x, block_iq2_xxs* y, int64_t k, const float* 
   require_weights(qw, "IQ2_XXS");
   const Lattice<8>& g = iq2_lattice(256);
   constexpr Search cfg{32, 3, 6, 0.1f, false, true};
+  constexpr BlockKind kind{32, true, detail::kGroupMaxEps};
   for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
     block_iq2_xxs& b = y[ibl];
     b.d = fp32_to_fp16(0.f);
@@ -483,33 +484,20 @@ void quantize_iq2_xxs(const float* x, block_iq2_xxs* y, int64_t k, const float* 
     const float sigma2 = sigma2_of(x, 1);
     for (int ib = 0; ib < QK_K / 32; ++ib) {
       const float* xb = x + 32 * ib;
-      float weight[32], waux[32], xval[32];
+      float weight[32], waux[32];
       block_weights(32, xb, qw + QK_K * ibl + 32 * ib, sigma2, weight, waux);
-      uint8_t block_signs[4];
-      for (int kk = 0; kk < 4; ++kk) block_signs[kk] = parity_signs(xb + 8 * kk, weight + 8 * kk, xval + 8 * kk);
-      float max = xval[0];
-      for (int i = 1; i < 32; ++i) max = max > xval[i] ? max : xval[i];
       int8_t L[32] = {};
-      if (max < detail::kGroupMaxEps) {
-        scales[ib] = 0;
-        continue;
-      }
-      const std::optional<float> found = search_block_qp(g, cfg, xval, weight, waux, L);
-      if (!found) {
-        scales[ib] = 0;
-        continue;
-      }
-      float scale = *found;
-      if (scale < 0) {
-        scale = -scale;
-        for (uint8_t& s : block_signs) s = uint8_t(~s & 127);
-      }
+      uint8_t signs[4];
+      const auto scale = fit_block(kind, xb, weight, [&](const float* xval, float) {
+        return search_block_qp(g, cfg, xval, weight, waux, L);
+      }, signs);
+      scales[ib] = scale.value_or(0.f);
+      if (!scale) continue;
       for (int kk = 0; kk < 4; ++kk) {
         q2[2 * ib] |= uint32_t(entry_of(g, L + 8 * kk)) << (8 * kk);
-        q2[2 * ib + 1] |= uint32_t(block_signs[kk]) << (7 * kk);
+        q2[2 * ib + 1] |= uint32_t(signs[kk]) << (7 * kk);
       }
-      scales[ib] = scale;
-      max_scale = max_scale > scale ? max_scale : scale;
+      max_scale = max_scale > *scale ? max_scale : *scale;
     }
     if (!max_scale) {
       std::memset(b.qs, 0, sizeof(b.qs));
@@ -518,10 +506,7 @@ void quantize_iq2_xxs(const float* x, block_iq2_xxs* y, int64_t k, const float* 
     const float d = max_scale / 31;
     b.d = fp32_to_fp16(d);
     const float id = 1 / d;
-    for (int ib = 0; ib < QK_K / 32; ++ib) {
-      const int l = std::max(0, std::min(15, nearest_int(0.5f * (id * scales[ib] - 1))));
-      q2[2 * ib + 1] |= uint32_t(l) << 28;
-    }
+    for (int ib = 0; ib < QK_K / 32; ++ib) q2[2 * ib + 1] |= uint32_t(scale_code(id, scales[ib])) << 28;
     std::memcpy(b.qs, q2, sizeof(q2));
   }
 }
@@ -530,6 +515,7 @@ void quantize_iq2_xs(const float* x, block_iq2_xs* y, int64_t k, const float* qw
   require_weights(qw, "IQ2_XS");
   const Lattice<8>& g = iq2_lattice(512);
   constexpr Search cfg{16, 3, 9, 0.1f, true, false};
+  constexpr BlockKind kind{16, true, detail::kGroupMaxEps};
   for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
     block_iq2_xs& b = y[ibl];
     b.d = fp32_to_fp16(0.f);
@@ -540,26 +526,17 @@ void quantize_iq2_xs(const float* x, block_iq2_xs* y, int64_t k, const float* qw
     const float sigma2 = sigma2_of(x, 1);
     for (int ib = 0; ib < QK_K / 16; ++ib) {
       const float* xb = x + 16 * ib;
-      float weight[16], waux[16], xval[16];
+      float weight[16], waux[16];
       block_weights(16, xb, qw + QK_K * ibl + 16 * ib, sigma2, weight, waux);
-      uint8_t block_signs[2];
-      for (int kk = 0; kk < 2; ++kk) block_signs[kk] = parity_signs(xb + 8 * kk, weight + 8 * kk, xval + 8 * kk);
-      float max = xval[0];
-      for (int i = 1; i < 16; ++i) max = max > xval[i] ? max : xval[i];
       int8_t L[16] = {};
-      if (max < detail::kGroupMaxEps) {
-        scales[ib] = 0;
-        continue;
-      }
-      float scale = search_block(g, cfg, xval, weight, waux, max, L);
-      if (scale < 0) {
-        scale = -scale;
-        for (uint8_t& s : block_signs) s = uint8_t(~s & 127);
-      }
-      for (int kk = 0; kk < 2; ++kk)
-        q2[2 * ib + kk] = uint16_t(entry_of(g, L + 8 * kk) | (block_signs[kk] << 9));
-      scales[ib] = scale;
-      max_scale = max_scale > scale ? max_scale : scale;
+      uint8_t signs[2];
+      const auto scale = fit_block(kind, xb, weight, [&](const float* xval, float max) -> std::optional<float> {
+        return search_block(g, cfg, xval, weight, waux, max, L);
+      }, signs);
+      scales[ib] = scale.value_or(0.f);
+      if (!scale) continue;
+      for (int kk = 0; kk < 2; ++kk) q2[2 * ib + kk] = uint16_t(entry_of(g, L + 8 * kk) | (signs[kk] << 9));
+      max_scale = max_scale > *scale ? max_scale : *scale;
     }
     if (!max_scale) {
       std::memset(b.qs, 0, sizeof(b.qs));
@@ -568,13 +545,8 @@ void quantize_iq2_xs(const float* x, block_iq2_xs* y, int64_t k, const float* qw
     const float d = max_scale / 31;
     b.d = fp32_to_fp16(d);
     const float id = 1 / d;
-    for (int ib = 0; ib < QK_K / 16; ++ib) {
-      const int l = std::max(0, std::min(15, nearest_int(0.5f * (id * scales[ib] - 1))));
-      if (ib % 2 == 0)
-        b.scales[ib / 2] = uint8_t(l);
-      else
-        b.scales[ib / 2] |= uint8_t(l << 4);
-    }
+    for (int ib = 0; ib < QK_K / 16; ib += 2)
+      b.scales[ib / 2] = uint8_t(scale_code(id, scales[ib]) | (scale_code(id, scales[ib + 1]) << 4));
     std::memcpy(b.qs, q2, sizeof(q2));
   }
 }
