@@ -37,17 +37,17 @@ enum Ft : uint32_t {
   kQ4_0 = 2,
   kQ5_0 = 8,
   kQ2_K = 10,
-  kIQ2_XXS = 19,
-  kIQ2_XS = 20,
-  kQ2_K_S = 21,
-  kIQ3_XS = 22,
-  kIQ3_XXS = 23,
   kQ3_K_S = 11,
   kQ3_K_M = 12,
   kQ3_K_L = 13,
   kQ4_K_S = 14,
   kQ4_K_M = 15,
   kQ5_K_M = 17,
+  kIQ2_XXS = 19,
+  kIQ2_XS = 20,
+  kQ2_K_S = 21,
+  kIQ3_XS = 22,
+  kIQ3_XXS = 23,
   kIQ4_NL = 25,
   kIQ3_S = 26,
   kIQ3_M = 27,
@@ -244,6 +244,10 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
   const bool iq4 = ft == kIQ4_NL || ft == kIQ4_XS;  // the two share every rule
   const bool iq2 = ft == kIQ2_XXS || ft == kIQ2_XS || ft == kIQ2_S || ft == kIQ2_M;
   const bool iq2_s = ft == kIQ2_S || ft == kIQ2_M;  // (IQ3_S where the others take Q2_K)
+  // llama.cpp's attention-v-like tensors: a fused QKV and an MLA KV projection take attn_v's
+  // rules (its separate attn_qkv rules come after them in v0.4.0, never reached).
+  const bool attn_v = contains(name, "attn_v.weight") || contains(name, "attn_qkv.weight") ||
+                      contains(name, "attn_kv_b.weight");
 
   // ffn_* counters stand for the layer index, except with experts, whose tensors are not
   // in layer order: there the layer comes from the name.
@@ -274,7 +278,7 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
   // The IQ2 mixes have rules of their own, and none from the general ones below.
   if (iq2) {
     const GgmlType more = iq2_s ? GgmlType::IQ3_S : GgmlType::Q2_K;
-    if (contains(name, "attn_v.weight")) {
+    if (attn_v) {
       t = n_gqa >= 4 || shape_.n_expert >= 4 ? GgmlType::Q4_K : more;
       ++i_attention_wv_;
     } else if (shape_.n_expert == 8 && contains(name, "attn_k.weight")) {
@@ -291,7 +295,7 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
     return t;
   }
 
-  if (contains(name, "attn_v.weight")) {
+  if (attn_v) {
     if (ft == kQ2_K)
       t = n_gqa >= 4 ? GgmlType::Q4_K : GgmlType::Q3_K;
     else if (ft == kQ2_K_S && n_gqa >= 4)
@@ -380,16 +384,10 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
     } else if (ft == kQ3_K_L) {
       t = GgmlType::Q4_K;
     }
-  } else if (contains(name, "attn_qkv.weight")) {
-    if (ft == kQ3_K_M || ft == kQ3_K_L || ft == kIQ3_M)
-      t = GgmlType::Q4_K;
-    else if (ft == kQ4_K_M)
-      t = GgmlType::Q5_K;
-    else if (ft == kQ5_K_M)
-      t = GgmlType::Q6_K;
   } else if (contains(name, "ffn_gate") || contains(name, "ffn_up")) {
-    // IQ3_XS: the middle three quarters of the layers' gate and up at IQ3_XXS.
-    int& counter = contains(name, "ffn_gate") ? i_ffn_gate_ : i_ffn_up_;
+    // IQ3_XS: the middle three quarters of the layers' gate and up at IQ3_XXS. (A name with
+    // both, a fused gate_up, counts as up, as llama.cpp categorizes it.)
+    int& counter = contains(name, "ffn_up") ? i_ffn_up_ : i_ffn_gate_;
     const int i_layer = layer_info(counter), n_layer = shape_.n_layer;
     if (ft == kIQ3_XS && i_layer >= n_layer / 8 && i_layer < 7 * n_layer / 8) t = GgmlType::IQ3_XXS;
     ++counter;

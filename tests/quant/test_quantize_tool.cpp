@@ -713,6 +713,27 @@ TEST_F(QuantizeTool, Iq3AndIq2Mixes) {
                p("w3.gguf"));
 }
 
+// A fused QKV projection is attention-v-like in llama.cpp v0.4.0 (category_is_attn_v): it takes
+// attn_v's rules (Q4_K_M: Q6_K on the use_more_bits layers), and its own older attn_qkv rules
+// (Q5_K at Q4_K_M) are never reached there.
+TEST_F(QuantizeTool, FusedQkvTakesAttnVRules) {
+  gguf::Writer w;
+  w.set("general.architecture", gguf::Value::str("llama"));
+  w.set("llama.block_count", gguf::Value::u32(8));
+  w.set("llama.attention.head_count", gguf::Value::u32(8));
+  w.set("llama.attention.head_count_kv", gguf::Value::u32(8));
+  std::vector<float> x(256 * 768);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.01f * float(i));
+  for (int i = 0; i < 8; ++i) w.add_tensor("blk." + std::to_string(i) + ".attn_qkv.weight", GgmlType::F32, {256, 768}, x.data());
+  w.write(p("qkv.gguf"));
+  tools::quantize_model(p("qkv.gguf"), p("out.gguf"), "Q4_K_M", 1);
+  const auto got = types_of(p("out.gguf"));
+  for (int i = 0; i < 8; ++i) {
+    const bool more = i == 0 || i == 3 || i == 6 || i == 7;
+    EXPECT_EQ(got.at("blk." + std::to_string(i) + ".attn_qkv.weight"), more ? GgmlType::Q6_K : GgmlType::Q4_K) << i;
+  }
+}
+
 TEST_F(QuantizeTool, ImatrixWeightsEachTensorAndChangesTheRules) {
   const Values v = write_llama(k8, p("in.gguf"));
   const auto weights = imatrix_weights(k8);
