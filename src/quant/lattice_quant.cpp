@@ -1,7 +1,7 @@
 // IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS and IQ2_S quantization, as ggml's quantize_row_iq3_xxs_impl,
 // quantize_row_iq3_s_impl, quantize_row_iq2_xxs_impl, quantize_row_iq2_xs_impl and
-// quantize_row_iq2_s_impl (llama.cpp v0.4.0), op for op so that
-// files come out byte-identical to llama-quantize's. Each fits the groups of a block (4 values
+// quantize_row_iq2_s_impl (llama.cpp v0.4.0), op for op so that files come out byte-identical
+// to llama-quantize's. Each fits the groups of a block (4 values
 // for IQ3, 8 for IQ2) to a grid of lattice points whose coordinates are the odd 2l + 1 (l of 3
 // bits for IQ3, 0..2 for IQ2): a search over candidate scales rounds each group to the nearest
 // lattice point and, off the grid, picks the best of that point's precomputed nearest grid
@@ -10,7 +10,6 @@
 #include <array>
 #include <cfloat>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
