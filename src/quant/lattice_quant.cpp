@@ -1,7 +1,8 @@
-// IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS and IQ2_S quantization, as ggml's quantize_row_iq3_xxs_impl,
-// quantize_row_iq3_s_impl, quantize_row_iq2_xxs_impl, quantize_row_iq2_xs_impl and
-// quantize_row_iq2_s_impl (llama.cpp v0.4.0), op for op so that files come out byte-identical
-// to llama-quantize's. Each fits the groups of a block (4 values
+// IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S and IQ1_S quantization, as ggml's
+// quantize_row_iq3_xxs_impl, quantize_row_iq3_s_impl, quantize_row_iq2_xxs_impl,
+// quantize_row_iq2_xs_impl, quantize_row_iq2_s_impl and quantize_row_iq1_s_impl (llama.cpp
+// v0.4.0), op for op so that files come out byte-identical to llama-quantize's. Each but IQ1_S
+// (below) fits the groups of a block (4 values
 // for IQ3, 8 for IQ2) to a grid of lattice points whose coordinates are the odd 2l + 1 (l of 3
 // bits for IQ3, 0..2 for IQ2): a search over candidate scales rounds each group to the nearest
 // lattice point and, off the grid, picks the best of that point's precomputed nearest grid
@@ -97,6 +98,11 @@ const Lattice<8>& iq2_lattice(int grid_size) {
   static const Lattice<8> g512 = build_lattice<8>(iq_grid_detail::kIq2xsPacked, 512, 2, 3);
   static const Lattice<8> g1024 = build_lattice<8>(iq_grid_detail::kIq2sPacked, 1024, 1, 3);
   return grid_size == 256 ? g256 : grid_size == 512 ? g512 : g1024;
+}
+
+const Lattice<8>& iq1_lattice() {
+  static const Lattice<8> g = build_lattice<8>(iq_grid_detail::kIq1sPacked, 2048, 3, 3);
+  return g;
 }
 
 // The neighbour of an off-grid group with the least weighted error at `scale`; its value
@@ -547,6 +553,130 @@ void quantize_iq2_xs(const float* x, block_iq2_xs* y, int64_t k, const float* qw
     for (int ib = 0; ib < QK_K / 16; ib += 2)
       b.scales[ib / 2] = uint8_t(scale_code(id, scales[ib]) | (scale_code(id, scales[ib + 1]) << 4));
     std::memcpy(b.qs, q2, sizeof(q2));
+  }
+}
+
+// IQ1_S: each block of 32 takes the values -1, 0, 1 plus a common shift of +-1/8, its best
+// split of the sorted values into those three found exhaustively (prefix sums over the sorted
+// order: ggml sorts by qsort, whose glibc merge sort keeps equal values in order, as
+// std::stable_sort), then each group of 8 on the grid of 2048, off it the neighbour nearest at
+// the block's scale and shift; 3-bit block scales and the shift's sign under d.
+void quantize_iq1_s(const float* x, block_iq1_s* y, int64_t k, const float* qw) {
+  require_weights(qw, "IQ1_S");
+  const Lattice<8>& g = iq1_lattice();
+  constexpr float kDelta = 0.125f;  // IQ1S_DELTA
+  const float x_p[3] = {-1 + kDelta, kDelta, 1 + kDelta};
+  const float x_m[3] = {-1 - kDelta, -kDelta, 1 - kDelta};
+  for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
+    block_iq1_s& b = y[ibl];
+    b.d = fp32_to_fp16(0.f);
+    std::memset(b.qs, 0, sizeof(b.qs));
+    std::memset(b.qh, 0, sizeof(b.qh));
+    float scales[QK_K / 32];
+    int shifts[QK_K / 32];
+    float max_scale = 0;
+    const float sigma2 = sigma2_of(x, 2);
+    for (int ib = 0; ib < QK_K / 32; ++ib) {
+      const float* xb = x + 32 * ib;
+      float weight[32], waux[32];
+      block_weights(32, xb, qw + QK_K * ibl + 32 * ib, sigma2, weight, waux);
+      float max = std::fabs(xb[0]);
+      for (int i = 1; i < 32; ++i) max = max > std::fabs(xb[i]) ? max : std::fabs(xb[i]);
+      scales[ib] = 0;
+      shifts[ib] = 1;
+      if (max < 1e-12f) continue;  // (GROUP_MAX_EPS_IQ1_S)
+      int idx[32];
+      for (int j = 0; j < 32; ++j) idx[j] = j;
+      std::stable_sort(idx, idx + 32, [&](int a, int c) { return xb[a] < xb[c]; });
+      float sumx[33], sumw[33];
+      sumx[0] = sumw[0] = 0;
+      for (int j = 0; j < 32; ++j) {
+        sumx[j + 1] = sumx[j] + weight[idx[j]] * xb[idx[j]];
+        sumw[j + 1] = sumw[j] + weight[idx[j]];
+      }
+      float best_score = -FLT_MAX, scale = max;
+      int besti1 = -1, besti2 = -1, best_shift = 0;
+      for (int i1 = 0; i1 <= 32; ++i1)
+        for (int i2 = i1; i2 <= 32; ++i2)
+          for (int sh : {1, -1}) {
+            const float* xs = sh == 1 ? x_p : x_m;
+            const float sumqx = (sumx[i1] - sumx[0]) * xs[0] + (sumx[i2] - sumx[i1]) * xs[1] + (sumx[32] - sumx[i2]) * xs[2];
+            const float sumq2 = (sumw[i1] - sumw[0]) * xs[0] * xs[0] + (sumw[i2] - sumw[i1]) * xs[1] * xs[1] +
+                                (sumw[32] - sumw[i2]) * xs[2] * xs[2];
+            if (sumq2 > 0 && sumqx * sumqx > best_score * sumq2) {
+              scale = sumqx / sumq2;
+              best_score = scale * sumqx;
+              besti1 = i1;
+              besti2 = i2;
+              best_shift = sh;
+            }
+          }
+      if (besti1 < 0 || besti2 < 0 || best_shift == 0) continue;
+      int8_t L[32];
+      for (int j = 0; j < 32; ++j) L[idx[j]] = int8_t(j < besti1 ? 0 : j < besti2 ? 1 : 2);
+      if (scale < 0) {
+        for (int j = 0; j < 32; ++j) L[j] = int8_t(2 - L[j]);
+        scale = -scale;
+        best_shift = -best_shift;
+      }
+      const float* xx = best_shift == 1 ? x_p : x_m;
+      bool all_on_grid = true;
+      int index[4];
+      for (int kk = 0; kk < 4; ++kk) {
+        const int u = lattice_index<8>(L + 8 * kk);
+        index[kk] = g.map[size_t(u)];
+        if (index[kk] >= 0) continue;
+        all_on_grid = false;
+        // The neighbour nearest at this scale, its values the shifted -1, 0, 1.
+        const uint16_t* nb = g.neighbours.data() + (-g.map[size_t(u)] - 1);
+        float best_d2 = FLT_MAX;
+        for (int j = 1; j <= nb[0]; ++j) {
+          const auto& pg = g.grid[nb[j]];
+          float d2 = 0;
+          for (int i = 0; i < 8; ++i) {
+            const float q = xx[(pg[size_t(i)] - 1) / 2];
+            const float w = weight[8 * kk + i];
+            const float diff = scale * q - xb[8 * kk + i];
+            d2 += w * diff * diff;
+          }
+          if (d2 < best_d2) {
+            best_d2 = d2;
+            index[kk] = nb[j];
+          }
+        }
+        if (index[kk] < 0) fail("IQ1_S quantization: no grid neighbour at a finite distance");
+        for (int i = 0; i < 8; ++i) L[8 * kk + i] = int8_t((g.grid[size_t(index[kk])][size_t(i)] - 1) / 2);
+      }
+      if (!all_on_grid) {
+        float sumqx = 0, sumq2 = 0;
+        for (int kk = 0; kk < 4; ++kk)
+          for (int j = 0; j < 8; ++j) {
+            const float w = weight[8 * kk + j];
+            const float q = xx[(g.grid[size_t(index[kk])][size_t(j)] - 1) / 2];
+            sumqx += w * q * xb[8 * kk + j];
+            sumq2 += w * q * q;
+          }
+        if (sumqx > 0 && sumq2 > 0) scale = sumqx / sumq2;
+      }
+      uint16_t h = 0;
+      for (int kk = 0; kk < 4; ++kk) {
+        b.qs[4 * ib + kk] = uint8_t(index[kk] & 255);
+        h = uint16_t(h | ((index[kk] >> 8) << (3 * kk)));
+      }
+      b.qh[ib] = h;
+      scales[ib] = scale;
+      shifts[ib] = best_shift;
+      max_scale = max_scale > scale ? max_scale : scale;
+    }
+    if (!max_scale) continue;
+    const float d = max_scale / 15;
+    b.d = fp32_to_fp16(d * 1.125f);
+    const float id = 1 / d;
+    for (int ib = 0; ib < QK_K / 32; ++ib) {
+      int l = std::max(0, std::min(7, nearest_int(0.5f * (id * scales[ib] - 1))));
+      if (shifts[ib] == -1) l |= 8;
+      b.qh[ib] = uint16_t(b.qh[ib] | (l << 12));
+    }
   }
 }
 

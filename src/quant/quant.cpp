@@ -174,8 +174,13 @@ constexpr Codec kCodecs[] = {
      dequant<block_iq2_xs, ref::dequantize_iq2_xs>,
      {0, -1},
      65504.0f * 15.5f * 43 / 4},
+    // d x (2 scale + 1) x (|grid| + 1/8), at most 65504 x 15 x 1.125; needs importance weights.
+    {GgmlType::IQ1_S,
+     quant_qw<block_iq1_s, ref::quantize_iq1_s>,
+     dequant<block_iq1_s, ref::dequantize_iq1_s>,
+     {0, -1},
+     65504.0f * 15 * 1.125f},
     // Dequantization only (quantize is nullptr): see block_iq2_xxs.
-    {GgmlType::IQ1_S, nullptr, dequant<block_iq1_s, ref::dequantize_iq1_s>, {0, -1}, 0},
     {GgmlType::IQ1_M, nullptr, dequant<block_iq1_m, ref::dequantize_iq1_m>, {-1, -1}, 0},
 };
 

@@ -31,7 +31,7 @@ constexpr Entry kTable[] = {
     {16, {"IQ2_XXS", 256, 66, true, true, true}},
     {17, {"IQ2_XS", 256, 74, true, true, true}},
     {18, {"IQ3_XXS", 256, 98, true, true, true}},
-    {19, {"IQ1_S", 256, 50, true, true, false}},
+    {19, {"IQ1_S", 256, 50, true, true, true}},
     {20, {"IQ4_NL", 32, 18, true, true, true}},
     {21, {"IQ3_S", 256, 110, true, true, true}},
     {22, {"IQ2_S", 256, 82, true, true, true}},

@@ -31,6 +31,7 @@ constexpr Ftype kFtypes[] = {
     {"IQ3_M", 27, GgmlType::IQ3_S},  {"IQ3_XXS", 23, GgmlType::IQ3_XXS},
     {"IQ2_M", 29, GgmlType::IQ2_S},  {"IQ2_XXS", 19, GgmlType::IQ2_XXS},
     {"IQ2_XS", 20, GgmlType::IQ2_XS}, {"IQ2_S", 28, GgmlType::IQ2_XS},
+    {"IQ1_S", 24, GgmlType::IQ1_S},
 };
 
 enum Ft : uint32_t {
@@ -48,6 +49,7 @@ enum Ft : uint32_t {
   kQ2_K_S = 21,
   kIQ3_XS = 22,
   kIQ3_XXS = 23,
+  kIQ1_S = 24,
   kIQ4_NL = 25,
   kIQ3_S = 26,
   kIQ3_M = 27,
@@ -242,7 +244,7 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
   const int n_gqa = shape_.n_head_kv > 0 ? shape_.n_head / shape_.n_head_kv : 0;
   GgmlType t = ftype_.default_type;
   const bool iq4 = ft == kIQ4_NL || ft == kIQ4_XS;  // the two share every rule
-  const bool iq2 = ft == kIQ2_XXS || ft == kIQ2_XS || ft == kIQ2_S || ft == kIQ2_M;
+  const bool iq2 = ft == kIQ2_XXS || ft == kIQ2_XS || ft == kIQ2_S || ft == kIQ2_M || ft == kIQ1_S;
   const bool iq2_s = ft == kIQ2_S || ft == kIQ2_M;  // (IQ3_S where the others take Q2_K)
   // llama.cpp's attention-v-like tensors: a fused QKV and an MLA KV projection take attn_v's
   // rules (its separate attn_qkv rules come after them in v0.4.0, never reached).
@@ -275,7 +277,7 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
     if (iq2) return GgmlType::Q2_K;
     return ft == kTQ1_0 || ft == kTQ2_0 || ft == kQ2_0 ? GgmlType::Q4_K : t;
   }
-  // The IQ2 mixes have rules of their own, and none from the general ones below.
+  // The IQ2 and IQ1 mixes have rules of their own, and none from the general ones below.
   if (iq2) {
     const GgmlType more = iq2_s ? GgmlType::IQ3_S : GgmlType::Q2_K;
     if (attn_v) {
@@ -289,6 +291,8 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
     } else if (contains(name, "attn_output.weight")) {
       if (shape_.n_expert == 8)
         t = GgmlType::Q5_K;
+      else if (ft == kIQ1_S)
+        t = GgmlType::IQ2_XXS;
       else if (iq2_s)
         t = GgmlType::IQ3_S;
     }
