@@ -1,8 +1,8 @@
-// IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S and IQ1_S quantization, as ggml's
+// IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S and IQ1_M quantization, as ggml's
 // quantize_row_iq3_xxs_impl, quantize_row_iq3_s_impl, quantize_row_iq2_xxs_impl,
-// quantize_row_iq2_xs_impl, quantize_row_iq2_s_impl and quantize_row_iq1_s_impl (llama.cpp
-// v0.4.0), op for op so that files come out byte-identical to llama-quantize's. Each but IQ1_S
-// (below) fits the groups of a block (4 values
+// quantize_row_iq2_xs_impl, quantize_row_iq2_s_impl, quantize_row_iq1_s_impl and
+// quantize_row_iq1_m_impl (llama.cpp v0.4.0), op for op so that files come out byte-identical
+// to llama-quantize's. Each but the IQ1 types (below) fits the groups of a block (4 values
 // for IQ3, 8 for IQ2) to a grid of lattice points whose coordinates are the odd 2l + 1 (l of 3
 // bits for IQ3, 0..2 for IQ2): a search over candidate scales rounds each group to the nearest
 // lattice point and, off the grid, picks the best of that point's precomputed nearest grid
@@ -103,6 +103,38 @@ const Lattice<8>& iq2_lattice(int grid_size) {
 const Lattice<8>& iq1_lattice() {
   static const Lattice<8> g = build_lattice<8>(iq_grid_detail::kIq1sPacked, 2048, 3, 3);
   return g;
+}
+
+// IQ1: the grid neighbour of an off-grid group of 8 (values x, weights w) nearest at `scale`,
+// each coordinate one of the shifted values xx[0..2] (ggml's iq1_find_best_neighbour2); its
+// indexes into L, its entry returned.
+int iq1_neighbour(const Lattice<8>& g, int u, const float* x, const float* w, float scale, const float* xx, int8_t* L) {
+  const uint16_t* nb = g.neighbours.data() + (-g.map[size_t(u)] - 1);
+  float best_d2 = FLT_MAX;
+  int index = -1;
+  for (int j = 1; j <= nb[0]; ++j) {
+    const auto& pg = g.grid[nb[j]];
+    float d2 = 0;
+    for (int i = 0; i < 8; ++i) {
+      const float q = xx[(pg[size_t(i)] - 1) / 2];
+      const float diff = scale * q - x[i];
+      d2 += w[i] * diff * diff;
+    }
+    if (d2 < best_d2) {
+      best_d2 = d2;
+      index = nb[j];
+    }
+  }
+  if (index < 0) fail("IQ1 quantization: no grid neighbour at a finite distance");
+  for (int i = 0; i < 8; ++i) L[i] = int8_t((g.grid[size_t(index)][size_t(i)] - 1) / 2);
+  return index;
+}
+
+// The order of a block's values, ties kept in place (ggml's qsort: glibc's merge sort).
+template <int N>
+void sorted_order(const float* xb, int* idx) {
+  for (int j = 0; j < N; ++j) idx[j] = j;
+  std::stable_sort(idx, idx + N, [&](int a, int c) { return xb[a] < xb[c]; });
 }
 
 // The neighbour of an off-grid group with the least weighted error at `scale`; its value
@@ -586,8 +618,7 @@ void quantize_iq1_s(const float* x, block_iq1_s* y, int64_t k, const float* qw) 
       shifts[ib] = 1;
       if (max < 1e-12f) continue;  // (GROUP_MAX_EPS_IQ1_S)
       int idx[32];
-      for (int j = 0; j < 32; ++j) idx[j] = j;
-      std::stable_sort(idx, idx + 32, [&](int a, int c) { return xb[a] < xb[c]; });
+      sorted_order<32>(xb, idx);
       float sumx[33], sumw[33];
       sumx[0] = sumw[0] = 0;
       for (int j = 0; j < 32; ++j) {
@@ -627,25 +658,7 @@ void quantize_iq1_s(const float* x, block_iq1_s* y, int64_t k, const float* qw) 
         index[kk] = g.map[size_t(u)];
         if (index[kk] >= 0) continue;
         all_on_grid = false;
-        // The neighbour nearest at this scale, its values the shifted -1, 0, 1.
-        const uint16_t* nb = g.neighbours.data() + (-g.map[size_t(u)] - 1);
-        float best_d2 = FLT_MAX;
-        for (int j = 1; j <= nb[0]; ++j) {
-          const auto& pg = g.grid[nb[j]];
-          float d2 = 0;
-          for (int i = 0; i < 8; ++i) {
-            const float q = xx[(pg[size_t(i)] - 1) / 2];
-            const float w = weight[8 * kk + i];
-            const float diff = scale * q - xb[8 * kk + i];
-            d2 += w * diff * diff;
-          }
-          if (d2 < best_d2) {
-            best_d2 = d2;
-            index[kk] = nb[j];
-          }
-        }
-        if (index[kk] < 0) fail("IQ1_S quantization: no grid neighbour at a finite distance");
-        for (int i = 0; i < 8; ++i) L[8 * kk + i] = int8_t((g.grid[size_t(index[kk])][size_t(i)] - 1) / 2);
+        index[kk] = iq1_neighbour(g, u, xb + 8 * kk, weight + 8 * kk, scale, xx, L + 8 * kk);
       }
       if (!all_on_grid) {
         float sumqx = 0, sumq2 = 0;
@@ -677,6 +690,147 @@ void quantize_iq1_s(const float* x, block_iq1_s* y, int64_t k, const float* qw) 
       if (shifts[ib] == -1) l |= 8;
       b.qh[ib] = uint16_t(b.qh[ib] | (l << 12));
     }
+  }
+}
+
+// IQ1_M: blocks of 16, each half of 8 with its own shift sign (4 combinations searched with
+// the split), 3-bit block scales, and d refitted to the quantized scales at the end, its f16
+// bits spread over the scales' top nibbles.
+void quantize_iq1_m(const float* x, block_iq1_m* y, int64_t k, const float* qw) {
+  const Lattice<8>& g = iq1_lattice();
+  constexpr float kDelta = 0.125f;  // IQ1M_DELTA
+  const float x_p[3] = {-1 + kDelta, kDelta, 1 + kDelta};
+  const float x_m[3] = {-1 - kDelta, -kDelta, 1 - kDelta};
+  constexpr uint8_t kMasks[4] = {0x00, 0x80, 0x08, 0x88};
+  // Shift combination k: the first half's values, then the second's.
+  auto first = [&](int kk) { return kk < 2 ? x_p : x_m; };
+  auto second = [&](int kk) { return kk % 2 == 0 ? x_p : x_m; };
+  for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
+    block_iq1_m& b = y[ibl];
+    std::memset(&b, 0, sizeof(b));
+    float scales[QK_K / 16];
+    int shifts[QK_K / 16];
+    float max_scale = 0;
+    const float sigma2 = sigma2_of(x, 2);
+    for (int ib = 0; ib < QK_K / 16; ++ib) {
+      const float* xb = x + 16 * ib;
+      float weight[16], waux[16];
+      block_weights(16, xb, qw ? qw + QK_K * ibl + 16 * ib : nullptr, sigma2, weight, waux);
+      float max = std::fabs(xb[0]);
+      for (int i = 1; i < 16; ++i) max = max > std::fabs(xb[i]) ? max : std::fabs(xb[i]);
+      scales[ib] = 0;
+      shifts[ib] = 0;
+      if (max < 1e-7f) continue;  // (GROUP_MAX_EPS_IQ1_M)
+      int idx[16];
+      sorted_order<16>(xb, idx);
+      float best_score = -FLT_MAX, scale = max;
+      int besti1 = -1, besti2 = -1, best_k = -1;
+      for (int i1 = 0; i1 <= 16; ++i1)
+        for (int i2 = i1; i2 <= 16; ++i2) {
+          float sumqx[4] = {}, sumq2[4] = {};
+          // In ggml's order: the values below i1 (level 0), to i2 (1), then the rest (2).
+          for (int j = 0; j < 16; ++j) {
+            const int lev = j < i1 ? 0 : j < i2 ? 1 : 2;
+            const int i = idx[j];
+            const float p = x_p[lev], m = x_m[lev];
+            // Combinations 0..3: (+, +), (+, -), (-, +), (-, -) for the two halves.
+            if (i < 8) {
+              sumqx[0] += weight[i] * p * xb[i];
+              sumqx[1] += weight[i] * p * xb[i];
+              sumqx[2] += weight[i] * m * xb[i];
+              sumqx[3] += weight[i] * m * xb[i];
+              sumq2[0] += weight[i] * p * p;
+              sumq2[1] += weight[i] * p * p;
+              sumq2[2] += weight[i] * m * m;
+              sumq2[3] += weight[i] * m * m;
+            } else {
+              sumqx[0] += weight[i] * p * xb[i];
+              sumqx[2] += weight[i] * p * xb[i];
+              sumqx[1] += weight[i] * m * xb[i];
+              sumqx[3] += weight[i] * m * xb[i];
+              sumq2[0] += weight[i] * p * p;
+              sumq2[2] += weight[i] * p * p;
+              sumq2[1] += weight[i] * m * m;
+              sumq2[3] += weight[i] * m * m;
+            }
+          }
+          for (int kk = 0; kk < 4; ++kk)
+            if (sumq2[kk] > 0 && sumqx[kk] * sumqx[kk] > best_score * sumq2[kk]) {
+              scale = sumqx[kk] / sumq2[kk];
+              best_score = scale * sumqx[kk];
+              besti1 = i1;
+              besti2 = i2;
+              best_k = kk;
+            }
+        }
+      if (besti1 < 0 || besti2 < 0 || best_k < 0) continue;
+      int8_t L[16];
+      for (int j = 0; j < 16; ++j) L[idx[j]] = int8_t(j < besti1 ? 0 : j < besti2 ? 1 : 2);
+      if (scale < 0) {
+        for (int j = 0; j < 16; ++j) L[j] = int8_t(2 - L[j]);
+        scale = -scale;
+        best_k = 3 - best_k;
+      }
+      bool all_on_grid = true;
+      int index[2];
+      for (int kk = 0; kk < 2; ++kk) {
+        const float* xx = kk == 0 ? first(best_k) : second(best_k);
+        const int u = lattice_index<8>(L + 8 * kk);
+        index[kk] = g.map[size_t(u)];
+        if (index[kk] >= 0) continue;
+        all_on_grid = false;
+        index[kk] = iq1_neighbour(g, u, xb + 8 * kk, weight + 8 * kk, scale, xx, L + 8 * kk);
+      }
+      if (!all_on_grid) {
+        float sumqx_f = 0, sumq2_f = 0;
+        for (int kk = 0; kk < 2; ++kk) {
+          const float* xx = kk == 0 ? first(best_k) : second(best_k);
+          for (int j = 0; j < 8; ++j) {
+            const float w = weight[8 * kk + j];
+            const float q = xx[(g.grid[size_t(index[kk])][size_t(j)] - 1) / 2];
+            sumqx_f += w * q * xb[8 * kk + j];
+            sumq2_f += w * q * q;
+          }
+        }
+        if (sumqx_f > 0 && sumq2_f > 0) scale = sumqx_f / sumq2_f;
+      }
+      b.qs[2 * ib] = uint8_t(index[0] & 255);
+      b.qs[2 * ib + 1] = uint8_t(index[1] & 255);
+      b.qh[ib] = uint8_t((index[0] >> 8) | ((index[1] >> 8) << 4));
+      scales[ib] = scale;
+      shifts[ib] = best_k;
+      max_scale = max_scale > scale ? max_scale : scale;
+    }
+    if (!max_scale) continue;
+    uint16_t sc[4] = {};
+    float d = max_scale / 15;
+    const float id = 1 / d;
+    float sumqx_f = 0, sumq2_f = 0;
+    for (int ib = 0; ib < QK_K / 16; ++ib) {
+      const int l = std::max(0, std::min(7, nearest_int(0.5f * (id * scales[ib] - 1))));
+      sc[ib / 4] = uint16_t(sc[ib / 4] | (l << (3 * (ib % 4))));
+      b.qh[ib] |= kMasks[shifts[ib]];
+      const float* xb = x + 16 * ib;
+      float weight[16], waux[16];
+      block_weights(16, xb, qw ? qw + QK_K * ibl + 16 * ib : nullptr, sigma2, weight, waux);
+      for (int kk = 0; kk < 2; ++kk) {
+        const float* xx = kk == 0 ? first(shifts[ib]) : second(shifts[ib]);
+        const int entry = b.qs[2 * ib + kk] + ((b.qh[ib] << (8 - 4 * kk)) & 0x700);
+        for (int j = 0; j < 8; ++j) {
+          const float w = weight[8 * kk + j];
+          const float q = xx[(g.grid[size_t(entry)][size_t(j)] - 1) / 2] * float(2 * l + 1);
+          sumqx_f += w * q * xb[8 * kk + j];
+          sumq2_f += w * q * q;
+        }
+      }
+    }
+    if (sumq2_f > 0) d = sumqx_f / sumq2_f;
+    const uint16_t dh = fp32_to_fp16(d * 1.1125f);
+    sc[0] = uint16_t(sc[0] | ((dh & 0x000f) << 12));
+    sc[1] = uint16_t(sc[1] | ((dh & 0x00f0) << 8));
+    sc[2] = uint16_t(sc[2] | ((dh & 0x0f00) << 4));
+    sc[3] = uint16_t(sc[3] | (dh & 0xf000));
+    std::memcpy(b.scales, sc, sizeof(sc));
   }
 }
 

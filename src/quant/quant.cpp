@@ -181,7 +181,13 @@ constexpr Codec kCodecs[] = {
      {0, -1},
      65504.0f * 15 * 1.125f},
     // Dequantization only (quantize is nullptr): see block_iq2_xxs.
-    {GgmlType::IQ1_M, nullptr, dequant<block_iq1_m, ref::dequantize_iq1_m>, {-1, -1}, 0},
+    // (its f16 d is spread over the scales' top nibbles, no field to check: the bound keeps it
+    // finite)
+    {GgmlType::IQ1_M,
+     quant_qw<block_iq1_m, ref::quantize_iq1_m>,
+     dequant<block_iq1_m, ref::dequantize_iq1_m>,
+     {-1, -1},
+     65504.0f * 15 * 1.125f},
 };
 
 static_assert(offsetof(block_q2_K, d) == 80 && offsetof(block_q2_K, dmin) == 82);

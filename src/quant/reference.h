@@ -30,6 +30,7 @@ void quantize_iq2_s(const float* x, block_iq2_s* y, int64_t k, const float* qw);
 void quantize_iq2_xxs(const float* x, block_iq2_xxs* y, int64_t k, const float* qw);
 void quantize_iq2_xs(const float* x, block_iq2_xs* y, int64_t k, const float* qw);
 void quantize_iq1_s(const float* x, block_iq1_s* y, int64_t k, const float* qw);
+void quantize_iq1_m(const float* x, block_iq1_m* y, int64_t k, const float* qw);
 void quantize_q1_0(const float* x, block_q1_0* y, int64_t k);
 void quantize_q2_0(const float* x, block_q2_0* y, int64_t k);
 void quantize_mxfp4(const float* x, block_mxfp4* y, int64_t k);

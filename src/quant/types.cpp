@@ -41,7 +41,7 @@ constexpr Entry kTable[] = {
     {26, {"I32", 1, 4, false, false, false}},
     {27, {"I64", 1, 8, false, false, false}},
     {28, {"F64", 1, 8, false, false, false}},
-    {29, {"IQ1_M", 256, 56, true, true, false}},
+    {29, {"IQ1_M", 256, 56, true, true, true}},
     {30, {"BF16", 1, 2, false, true, true}},
     {34, {"TQ1_0", 256, 54, true, true, true}},
     {35, {"TQ2_0", 256, 66, true, true, true}},

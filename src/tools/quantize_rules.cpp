@@ -31,7 +31,7 @@ constexpr Ftype kFtypes[] = {
     {"IQ3_M", 27, GgmlType::IQ3_S},  {"IQ3_XXS", 23, GgmlType::IQ3_XXS},
     {"IQ2_M", 29, GgmlType::IQ2_S},  {"IQ2_XXS", 19, GgmlType::IQ2_XXS},
     {"IQ2_XS", 20, GgmlType::IQ2_XS}, {"IQ2_S", 28, GgmlType::IQ2_XS},
-    {"IQ1_S", 24, GgmlType::IQ1_S},
+    {"IQ1_S", 24, GgmlType::IQ1_S},  {"IQ1_M", 31, GgmlType::IQ1_M},
 };
 
 enum Ft : uint32_t {
@@ -56,6 +56,7 @@ enum Ft : uint32_t {
   kIQ2_S = 28,
   kIQ2_M = 29,
   kIQ4_XS = 30,
+  kIQ1_M = 31,
   kTQ1_0 = 36,
   kTQ2_0 = 37,
   kMXFP4_MOE = 38,
@@ -244,7 +245,7 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
   const int n_gqa = shape_.n_head_kv > 0 ? shape_.n_head / shape_.n_head_kv : 0;
   GgmlType t = ftype_.default_type;
   const bool iq4 = ft == kIQ4_NL || ft == kIQ4_XS;  // the two share every rule
-  const bool iq2 = ft == kIQ2_XXS || ft == kIQ2_XS || ft == kIQ2_S || ft == kIQ2_M || ft == kIQ1_S;
+  const bool iq2 = ft == kIQ2_XXS || ft == kIQ2_XS || ft == kIQ2_S || ft == kIQ2_M || ft == kIQ1_S || ft == kIQ1_M;
   const bool iq2_s = ft == kIQ2_S || ft == kIQ2_M;  // (IQ3_S where the others take Q2_K)
   // llama.cpp's attention-v-like tensors: a fused QKV and an MLA KV projection take attn_v's
   // rules (its separate attn_qkv rules come after them in v0.4.0, never reached).
@@ -291,7 +292,7 @@ GgmlType TypePlanner::by_name(const std::string& name, const std::array<int64_t,
     } else if (contains(name, "attn_output.weight")) {
       if (shape_.n_expert == 8)
         t = GgmlType::Q5_K;
-      else if (ft == kIQ1_S)
+      else if (ft == kIQ1_S || ft == kIQ1_M)
         t = GgmlType::IQ2_XXS;
       else if (iq2_s)
         t = GgmlType::IQ3_S;

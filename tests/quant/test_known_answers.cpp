@@ -406,8 +406,8 @@ TEST(QuantKnown, NewFormatsMatchGgmlBytesAndValues) {
   }
 }
 
-// IQ3_XXS, IQ3_S, IQ2_S, IQ2_XXS, IQ2_XS and IQ1_S quantization: the bytes llama.cpp v0.4.0's
-// libggml-base wrote
+// IQ3_XXS, IQ3_S, IQ2_S, IQ2_XXS, IQ2_XS, IQ1_S and IQ1_M quantization: the bytes llama.cpp
+// v0.4.0's libggml-base wrote
 // (ggml_quantize_chunk, 24 rows of 1024, without and with importance weights) for rows with a
 // zero block (IQ3_S then moves its later blocks' quants up, as ggml does), a block under
 // IQ3_XXS's 1e-8 threshold, an outlier, an all-negative block (the parity sign flip): FNV-1a.
@@ -447,7 +447,9 @@ TEST(QuantKnown, LatticeQuantizeMatchesGgmlBytes) {
                         Want{GgmlType::IQ2_S, true, 0xde8deb194553274eull},
                         Want{GgmlType::IQ2_XXS, true, 0x0fe30a53b25c41f7ull},
                         Want{GgmlType::IQ2_XS, true, 0xee9a66691e098e53ull},
-                        Want{GgmlType::IQ1_S, true, 0x0cebaee199371970ull}}) {
+                        Want{GgmlType::IQ1_S, true, 0x0cebaee199371970ull},
+                        Want{GgmlType::IQ1_M, false, 0x7d0992baffa9700bull},
+                        Want{GgmlType::IQ1_M, true, 0x39cb750e2d4bf065ull}}) {
     std::vector<uint8_t> q(row_size(w.t, 1024) * kRows);
     quantize_rows(w.t, x.data(), q.data(), kRows, 1024, w.weighted ? qw.data() : nullptr);
     EXPECT_EQ(fnv(q), w.fnv_q) << type_name(w.t) << (w.weighted ? " with importance weights" : "");

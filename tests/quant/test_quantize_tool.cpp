@@ -381,8 +381,8 @@ TEST(QuantizeFtype, ByNameOrLlamaFtypeNumber) {
     EXPECT_EQ(f->name, name) << arg;
     EXPECT_EQ(f->value, value) << arg;
   }
-  // 31 is IQ1_M, which minfer does not write; 4-6 and 33-35 are gone from llama.h.
-  for (const char* bad : {"", "31", "4", "33", "999", "15x", "-15", " 15", "+15", "Q9_X"})
+  // 39 is NVFP4, which llama-quantize does not write either; 4-6 and 33-35 are gone from llama.h.
+  for (const char* bad : {"", "39", "4", "33", "999", "15x", "-15", " 15", "+15", "Q9_X"})
     EXPECT_EQ(tools::find_ftype(bad), nullptr) << "'" << bad << "'";
 }
 
@@ -700,16 +700,18 @@ TEST_F(QuantizeTool, Iq3AndIq2Mixes) {
                         }),
                p("s2.gguf"));
   EXPECT_EQ(gguf::File::open(p("s2.gguf"))->get_uint("general.file_type"), 28u);
-  // IQ1_S: IQ2_XXS's rules, with attn_output IQ2_XXS.
-  tools::quantize_model(p("in.gguf"), p("s1.gguf"), "IQ1_S", 2, {}, &im);
-  expect_types(expected(k8, GgmlType::Q2_K, GgmlType::Q5_K,
-                        [](int i, const std::string& n) {
-                          if (n == "attn_v") return GgmlType::Q4_K;
-                          if (n == "ffn_down" && i < 1) return GgmlType::Q2_K;
-                          if (n == "attn_output") return GgmlType::IQ2_XXS;
-                          return GgmlType::IQ1_S;
-                        }),
-               p("s1.gguf"));
+  // IQ1_S / IQ1_M: IQ2_XXS's rules, with attn_output IQ2_XXS.
+  for (GgmlType t1 : {GgmlType::IQ1_S, GgmlType::IQ1_M}) {
+    tools::quantize_model(p("in.gguf"), p("s1.gguf"), std::string(type_name(t1)), 2, {}, &im);
+    expect_types(expected(k8, GgmlType::Q2_K, GgmlType::Q5_K,
+                          [t1](int i, const std::string& n) {
+                            if (n == "attn_v") return GgmlType::Q4_K;
+                            if (n == "ffn_down" && i < 1) return GgmlType::Q2_K;
+                            if (n == "attn_output") return GgmlType::IQ2_XXS;
+                            return t1;
+                          }),
+                 p("s1.gguf"));
+  }
 
   // Rows of 896 take IQ4_NL (the output Q8_0), as llama-quantize's fallback.
   const Spec w = {2, 896, 512, 256, 14, 2, false, GgmlType::F16};
