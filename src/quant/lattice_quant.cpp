@@ -347,9 +347,11 @@ void require_weights(const float* qw, const char* type) {
 
 // What the types' blocks differ in besides the search.
 struct BlockKind {
-  int block;    // values a scale
-  bool parity;  // 7 sign bits a group of 8, the eighth the parity (else 8 bits)
-  float eps;    // a block whose largest |x| is under it is left empty
+  int block;         // values a scale
+  bool parity;       // 7 sign bits a group of 8, the eighth the parity (else 8 bits)
+  float eps;         // a block whose largest |x| is under it is left empty
+  float plain_sigma;  // weights without an imatrix: x^2, plus this x sigma2 (IQ2_S's 1/4)
+  bool qp_start;     // IQ2_XXS's search (search_block_qp) instead of search_block
 };
 
 // A block's signs (into `signs`, a byte a group of 8) and its fit by `search(xval, max)` (into
@@ -357,7 +359,7 @@ struct BlockKind {
 template <class SearchFn>
 std::optional<float> fit_block(const BlockKind& kind, const float* xb, const float* weight, SearchFn&& search,
                                uint8_t* signs) {
-  float xval[32];
+  float xval[32] = {};  // (all written for block >= 8: GCC cannot tell)
   for (int k = 0; k < kind.block / 8; ++k)
     signs[k] = kind.parity ? parity_signs(xb + 8 * k, weight + 8 * k, xval + 8 * k) : split_signs(xb + 8 * k, xval + 8 * k);
   float max = xval[0];
@@ -371,6 +373,25 @@ std::optional<float> fit_block(const BlockKind& kind, const float* xb, const flo
   return scale;
 }
 
+// A block of a lattice type: its weights, signs (into `signs`) and fit (into L); its scale, or
+// nullopt for a block left empty.
+template <int G>
+std::optional<float> fit_lattice_block(const Lattice<G>& g, const Search& cfg, const BlockKind& kind, const float* xb,
+                                       const float* qwb, float sigma2, int8_t* L, uint8_t* signs) {
+  float weight[32], waux[32];
+  if (qwb || kind.plain_sigma == 0) {
+    block_weights(kind.block, xb, qwb, sigma2, weight, waux);
+  } else {
+    for (int i = 0; i < kind.block; ++i) weight[i] = kind.plain_sigma * sigma2 + xb[i] * xb[i];
+    for (int i = 0; i < kind.block; ++i) waux[i] = std::sqrt(weight[i]);
+  }
+  return fit_block(kind, xb, weight, [&](const float* xval, float max) -> std::optional<float> {
+    if constexpr (G == 8)
+      if (kind.qp_start) return search_block_qp(g, cfg, xval, weight, waux, L);
+    return search_block(g, cfg, xval, weight, waux, max, L);
+  }, signs);
+}
+
 // A block scale's 4-bit code against the super-block's 1 / d.
 inline int scale_code(float id, float scale) {
   return std::max(0, std::min(15, nearest_int(0.5f * (id * scale - 1))));
@@ -381,7 +402,7 @@ inline int scale_code(float id, float scale) {
 void quantize_iq3_xxs(const float* x, block_iq3_xxs* y, int64_t k, const float* qw) {
   const Lattice<4>& g = iq3_lattice(256);
   constexpr Search cfg{32, 8, 15, 0.2f, true, false};
-  constexpr BlockKind kind{32, true, 1e-8f};  // (GROUP_MAX_EPS_IQ3_XXS)
+  constexpr BlockKind kind{32, true, 1e-8f, 0, false};  // (GROUP_MAX_EPS_IQ3_XXS)
   for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
     block_iq3_xxs& b = y[ibl];
     b.d = fp32_to_fp16(0.f);
@@ -391,14 +412,10 @@ void quantize_iq3_xxs(const float* x, block_iq3_xxs* y, int64_t k, const float* 
     float max_scale = 0;
     const float sigma2 = sigma2_of(x, 2);
     for (int ib = 0; ib < QK_K / 32; ++ib) {
-      const float* xb = x + 32 * ib;
-      float weight[32], waux[32];
-      block_weights(32, xb, qw ? qw + QK_K * ibl + 32 * ib : nullptr, sigma2, weight, waux);
       int8_t L[32] = {};
       uint8_t signs[4];
-      const auto scale = fit_block(kind, xb, weight, [&](const float* xval, float max) -> std::optional<float> {
-        return search_block(g, cfg, xval, weight, waux, max, L);
-      }, signs);
+      const auto scale = fit_lattice_block(g, cfg, kind, x + 32 * ib, qw ? qw + QK_K * ibl + 32 * ib : nullptr,
+                                           sigma2, L, signs);
       scales[ib] = scale.value_or(0.f);
       if (!scale) continue;
       for (int kk = 0; kk < 8; ++kk) q3[8 * ib + kk] = uint8_t(entry_of(g, L + 4 * kk));
@@ -422,7 +439,7 @@ void quantize_iq3_xxs(const float* x, block_iq3_xxs* y, int64_t k, const float* 
 void quantize_iq3_s(const float* x, block_iq3_s* y, int64_t k, const float* qw) {
   const Lattice<4>& g = iq3_lattice(512);
   constexpr Search cfg{32, 8, 9, 0.2f, false, true};
-  constexpr BlockKind kind{32, false, std::numeric_limits<float>::denorm_min()};  // (max == 0)
+  constexpr BlockKind kind{32, false, std::numeric_limits<float>::denorm_min(), 0, false};  // (max == 0)
   for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
     block_iq3_s& b = y[ibl];
     std::memset(&b, 0, sizeof(b));
@@ -434,14 +451,10 @@ void quantize_iq3_s(const float* x, block_iq3_s* y, int64_t k, const float* qw) 
     float max_scale = 0;
     const float sigma2 = sigma2_of(x, 2);
     for (int ib = 0; ib < QK_K / 32; ++ib) {
-      const float* xb = x + 32 * ib;
-      float weight[32], waux[32];
-      block_weights(32, xb, qw ? qw + QK_K * ibl + 32 * ib : nullptr, sigma2, weight, waux);
       int8_t L[32] = {};
       uint8_t block_signs[4];
-      const auto scale = fit_block(kind, xb, weight, [&](const float* xval, float max) -> std::optional<float> {
-        return search_block(g, cfg, xval, weight, waux, max, L);
-      }, block_signs);
+      const auto scale = fit_lattice_block(g, cfg, kind, x + 32 * ib, qw ? qw + QK_K * ibl + 32 * ib : nullptr,
+                                           sigma2, L, block_signs);
       scales[ib] = scale.value_or(0.f);
       if (!scale) continue;
       for (int kk = 0; kk < 8; ++kk) {
@@ -466,7 +479,7 @@ void quantize_iq3_s(const float* x, block_iq3_s* y, int64_t k, const float* qw) 
 void quantize_iq2_s(const float* x, block_iq2_s* y, int64_t k, const float* qw) {
   const Lattice<8>& g = iq2_lattice(1024);
   constexpr Search cfg{16, 3, 9, 0.1f, true, false};
-  constexpr BlockKind kind{16, false, 1e-8f};  // (GROUP_MAX_EPS_IQ2_S)
+  constexpr BlockKind kind{16, false, 1e-8f, 0.25f, false};  // (GROUP_MAX_EPS_IQ2_S)
   for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
     block_iq2_s& b = y[ibl];
     std::memset(&b, 0, sizeof(b));
@@ -474,19 +487,10 @@ void quantize_iq2_s(const float* x, block_iq2_s* y, int64_t k, const float* qw) 
     float max_scale = 0;
     const float sigma2 = sigma2_of(x, 2);
     for (int ib = 0; ib < QK_K / 16; ++ib) {
-      const float* xb = x + 16 * ib;
-      float weight[16], waux[16];
-      if (qw) {
-        block_weights(16, xb, qw + QK_K * ibl + 16 * ib, sigma2, weight, waux);
-      } else {  // (IQ2_S's own weights without an imatrix)
-        for (int i = 0; i < 16; ++i) weight[i] = 0.25f * sigma2 + xb[i] * xb[i];
-        for (int i = 0; i < 16; ++i) waux[i] = std::sqrt(weight[i]);
-      }
       int8_t L[16] = {};
       uint8_t signs[2];
-      const auto scale = fit_block(kind, xb, weight, [&](const float* xval, float max) -> std::optional<float> {
-        return search_block(g, cfg, xval, weight, waux, max, L);
-      }, signs);
+      const auto scale = fit_lattice_block(g, cfg, kind, x + 16 * ib, qw ? qw + QK_K * ibl + 16 * ib : nullptr,
+                                           sigma2, L, signs);
       scales[ib] = scale.value_or(0.f);
       if (!scale) continue;
       for (int kk = 0; kk < 2; ++kk) {
@@ -511,7 +515,7 @@ void quantize_iq2_xxs(const float* x, block_iq2_xxs* y, int64_t k, const float* 
   require_weights(qw, "IQ2_XXS");
   const Lattice<8>& g = iq2_lattice(256);
   constexpr Search cfg{32, 3, 6, 0.1f, false, true};
-  constexpr BlockKind kind{32, true, detail::kGroupMaxEps};
+  constexpr BlockKind kind{32, true, detail::kGroupMaxEps, 0, true};
   for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
     block_iq2_xxs& b = y[ibl];
     b.d = fp32_to_fp16(0.f);
@@ -520,14 +524,9 @@ void quantize_iq2_xxs(const float* x, block_iq2_xxs* y, int64_t k, const float* 
     float max_scale = 0;
     const float sigma2 = sigma2_of(x, 1);
     for (int ib = 0; ib < QK_K / 32; ++ib) {
-      const float* xb = x + 32 * ib;
-      float weight[32], waux[32];
-      block_weights(32, xb, qw + QK_K * ibl + 32 * ib, sigma2, weight, waux);
       int8_t L[32] = {};
       uint8_t signs[4];
-      const auto scale = fit_block(kind, xb, weight, [&](const float* xval, float) {
-        return search_block_qp(g, cfg, xval, weight, waux, L);
-      }, signs);
+      const auto scale = fit_lattice_block(g, cfg, kind, x + 32 * ib, qw + QK_K * ibl + 32 * ib, sigma2, L, signs);
       scales[ib] = scale.value_or(0.f);
       if (!scale) continue;
       for (int kk = 0; kk < 4; ++kk) {
@@ -552,7 +551,7 @@ void quantize_iq2_xs(const float* x, block_iq2_xs* y, int64_t k, const float* qw
   require_weights(qw, "IQ2_XS");
   const Lattice<8>& g = iq2_lattice(512);
   constexpr Search cfg{16, 3, 9, 0.1f, true, false};
-  constexpr BlockKind kind{16, true, detail::kGroupMaxEps};
+  constexpr BlockKind kind{16, true, detail::kGroupMaxEps, 0, false};
   for (int64_t ibl = 0; ibl < k / QK_K; ++ibl, x += QK_K) {
     block_iq2_xs& b = y[ibl];
     b.d = fp32_to_fp16(0.f);
@@ -562,14 +561,9 @@ void quantize_iq2_xs(const float* x, block_iq2_xs* y, int64_t k, const float* qw
     float max_scale = 0;
     const float sigma2 = sigma2_of(x, 1);
     for (int ib = 0; ib < QK_K / 16; ++ib) {
-      const float* xb = x + 16 * ib;
-      float weight[16], waux[16];
-      block_weights(16, xb, qw + QK_K * ibl + 16 * ib, sigma2, weight, waux);
       int8_t L[16] = {};
       uint8_t signs[2];
-      const auto scale = fit_block(kind, xb, weight, [&](const float* xval, float max) -> std::optional<float> {
-        return search_block(g, cfg, xval, weight, waux, max, L);
-      }, signs);
+      const auto scale = fit_lattice_block(g, cfg, kind, x + 16 * ib, qw + QK_K * ibl + 16 * ib, sigma2, L, signs);
       scales[ib] = scale.value_or(0.f);
       if (!scale) continue;
       for (int kk = 0; kk < 2; ++kk) q2[2 * ib + kk] = uint16_t(entry_of(g, L + 8 * kk) | (signs[kk] << 9));
