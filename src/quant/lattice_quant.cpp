@@ -392,6 +392,27 @@ std::optional<float> fit_lattice_block(const Lattice<G>& g, const Search& cfg, c
   }, signs);
 }
 
+// A super-block of a lattice type (qwb: its importance weights or nullptr): each block fitted
+// and, unless left empty, handed to pack(ib, L, signs); the block scales (0 for an empty block)
+// into `scales`, the largest returned.
+template <int G, class PackFn>
+float fit_superblock(const Lattice<G>& g, const Search& cfg, const BlockKind& kind, const float* x,
+                     const float* qwb, float sigma_times, float* scales, PackFn&& pack) {
+  const float sigma2 = sigma2_of(x, sigma_times);
+  float max_scale = 0;
+  for (int ib = 0; ib < QK_K / kind.block; ++ib) {
+    int8_t L[32] = {};
+    uint8_t signs[4];
+    const auto scale = fit_lattice_block(g, cfg, kind, x + kind.block * ib, qwb ? qwb + kind.block * ib : nullptr,
+                                         sigma2, L, signs);
+    scales[ib] = scale.value_or(0.f);
+    if (!scale) continue;
+    pack(ib, L, signs);
+    max_scale = max_scale > *scale ? max_scale : *scale;
+  }
+  return max_scale;
+}
+
 // A block scale's 4-bit code against the super-block's 1 / d.
 inline int scale_code(float id, float scale) {
   return std::max(0, std::min(15, nearest_int(0.5f * (id * scale - 1))));
@@ -409,20 +430,12 @@ void quantize_iq3_xxs(const float* x, block_iq3_xxs* y, int64_t k, const float* 
     uint8_t q3[QK_K / 4] = {};  // 8 grid entries a block
     uint32_t scales_and_signs[QK_K / 32] = {};
     float scales[QK_K / 32];
-    float max_scale = 0;
-    const float sigma2 = sigma2_of(x, 2);
-    for (int ib = 0; ib < QK_K / 32; ++ib) {
-      int8_t L[32] = {};
-      uint8_t signs[4];
-      const auto scale = fit_lattice_block(g, cfg, kind, x + 32 * ib, qw ? qw + QK_K * ibl + 32 * ib : nullptr,
-                                           sigma2, L, signs);
-      scales[ib] = scale.value_or(0.f);
-      if (!scale) continue;
+    const float max_scale = fit_superblock(g, cfg, kind, x, qw ? qw + QK_K * ibl : nullptr, 2, scales,
+                                           [&](int ib, const int8_t* L, const uint8_t* signs) {
       for (int kk = 0; kk < 8; ++kk) q3[8 * ib + kk] = uint8_t(entry_of(g, L + 4 * kk));
       scales_and_signs[ib] = uint32_t(signs[0]) | uint32_t(signs[1]) << 7 | uint32_t(signs[2]) << 14 |
                              uint32_t(signs[3]) << 21;
-      max_scale = max_scale > *scale ? max_scale : *scale;
-    }
+    });
     if (!max_scale) {
       std::memset(b.qs, 0, sizeof(b.qs));
       continue;
@@ -448,15 +461,8 @@ void quantize_iq3_s(const float* x, block_iq3_s* y, int64_t k, const float* qw) 
     uint8_t* qs = b.qs;
     uint8_t* signs = b.signs;
     float scales[QK_K / 32];
-    float max_scale = 0;
-    const float sigma2 = sigma2_of(x, 2);
-    for (int ib = 0; ib < QK_K / 32; ++ib) {
-      int8_t L[32] = {};
-      uint8_t block_signs[4];
-      const auto scale = fit_lattice_block(g, cfg, kind, x + 32 * ib, qw ? qw + QK_K * ibl + 32 * ib : nullptr,
-                                           sigma2, L, block_signs);
-      scales[ib] = scale.value_or(0.f);
-      if (!scale) continue;
+    const float max_scale = fit_superblock(g, cfg, kind, x, qw ? qw + QK_K * ibl : nullptr, 2, scales,
+                                           [&](int ib, const int8_t* L, const uint8_t* block_signs) {
       for (int kk = 0; kk < 8; ++kk) {
         const int index = entry_of(g, L + 4 * kk);
         qs[kk] = uint8_t(index & 255);
@@ -465,8 +471,7 @@ void quantize_iq3_s(const float* x, block_iq3_s* y, int64_t k, const float* qw) 
       qs += 8;
       std::memcpy(signs, block_signs, 4);
       signs += 4;
-      max_scale = max_scale > *scale ? max_scale : *scale;
-    }
+    });
     if (!max_scale) continue;
     const float d = max_scale / 31;
     b.d = fp32_to_fp16(d * 1.033f);
@@ -484,15 +489,8 @@ void quantize_iq2_s(const float* x, block_iq2_s* y, int64_t k, const float* qw) 
     block_iq2_s& b = y[ibl];
     std::memset(&b, 0, sizeof(b));
     float scales[QK_K / 16];
-    float max_scale = 0;
-    const float sigma2 = sigma2_of(x, 2);
-    for (int ib = 0; ib < QK_K / 16; ++ib) {
-      int8_t L[16] = {};
-      uint8_t signs[2];
-      const auto scale = fit_lattice_block(g, cfg, kind, x + 16 * ib, qw ? qw + QK_K * ibl + 16 * ib : nullptr,
-                                           sigma2, L, signs);
-      scales[ib] = scale.value_or(0.f);
-      if (!scale) continue;
+    const float max_scale = fit_superblock(g, cfg, kind, x, qw ? qw + QK_K * ibl : nullptr, 2, scales,
+                                           [&](int ib, const int8_t* L, const uint8_t* signs) {
       for (int kk = 0; kk < 2; ++kk) {
         const int index = entry_of(g, L + 8 * kk);
         const int i8 = 2 * ib + kk;
@@ -500,8 +498,7 @@ void quantize_iq2_s(const float* x, block_iq2_s* y, int64_t k, const float* qw) 
         b.qh[i8 / 4] |= uint8_t((index >> 8) << (2 * (i8 % 4)));
         b.qs[QK_K / 8 + i8] = signs[kk];
       }
-      max_scale = max_scale > *scale ? max_scale : *scale;
-    }
+    });
     if (!max_scale) continue;
     const float d = max_scale / 31;
     b.d = fp32_to_fp16(d * 0.9875f);
@@ -521,20 +518,13 @@ void quantize_iq2_xxs(const float* x, block_iq2_xxs* y, int64_t k, const float* 
     b.d = fp32_to_fp16(0.f);
     uint32_t q2[QK_K / 16] = {};  // a block: 4 grid entries, then 4 x 7 sign bits and the scale
     float scales[QK_K / 32];
-    float max_scale = 0;
-    const float sigma2 = sigma2_of(x, 1);
-    for (int ib = 0; ib < QK_K / 32; ++ib) {
-      int8_t L[32] = {};
-      uint8_t signs[4];
-      const auto scale = fit_lattice_block(g, cfg, kind, x + 32 * ib, qw + QK_K * ibl + 32 * ib, sigma2, L, signs);
-      scales[ib] = scale.value_or(0.f);
-      if (!scale) continue;
+    const float max_scale = fit_superblock(g, cfg, kind, x, qw + QK_K * ibl, 1, scales,
+                                           [&](int ib, const int8_t* L, const uint8_t* signs) {
       for (int kk = 0; kk < 4; ++kk) {
         q2[2 * ib] |= uint32_t(entry_of(g, L + 8 * kk)) << (8 * kk);
         q2[2 * ib + 1] |= uint32_t(signs[kk]) << (7 * kk);
       }
-      max_scale = max_scale > *scale ? max_scale : *scale;
-    }
+    });
     if (!max_scale) {
       std::memset(b.qs, 0, sizeof(b.qs));
       continue;
@@ -558,17 +548,10 @@ void quantize_iq2_xs(const float* x, block_iq2_xs* y, int64_t k, const float* qw
     std::memset(b.scales, 0, sizeof(b.scales));
     uint16_t q2[QK_K / 8] = {};  // a group: 9-bit grid entry | 7 sign bits << 9
     float scales[QK_K / 16];
-    float max_scale = 0;
-    const float sigma2 = sigma2_of(x, 1);
-    for (int ib = 0; ib < QK_K / 16; ++ib) {
-      int8_t L[16] = {};
-      uint8_t signs[2];
-      const auto scale = fit_lattice_block(g, cfg, kind, x + 16 * ib, qw + QK_K * ibl + 16 * ib, sigma2, L, signs);
-      scales[ib] = scale.value_or(0.f);
-      if (!scale) continue;
+    const float max_scale = fit_superblock(g, cfg, kind, x, qw + QK_K * ibl, 1, scales,
+                                           [&](int ib, const int8_t* L, const uint8_t* signs) {
       for (int kk = 0; kk < 2; ++kk) q2[2 * ib + kk] = uint16_t(entry_of(g, L + 8 * kk) | (signs[kk] << 9));
-      max_scale = max_scale > *scale ? max_scale : *scale;
-    }
+    });
     if (!max_scale) {
       std::memset(b.qs, 0, sizeof(b.qs));
       continue;
