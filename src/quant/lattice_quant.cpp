@@ -203,19 +203,18 @@ float regrid(const Lattice<G>& g, const Search& cfg, const float* xval, const fl
   return sumq2 > 0 ? sumqx / sumq2 : scale;
 }
 
-// One block (|values| in xval, weights, their square roots in waux): the indexes into L, the
-// block's scale returned (possibly negative: the caller flips the signs then).
+// The candidate scales (2 kmaxq - 1 + step is) / ref: each group rounded to the lattice, off
+// the grid to its best neighbour; the best candidate's indexes into L (and which of its groups
+// were on the grid into on_grid) and scale returned, `scale` when none beats zero.
 template <int G>
-float search_block(const Lattice<G>& g, const Search& cfg, const float* xval, const float* weight,
-                   const float* waux, float max, int8_t* L) {
+float best_candidate(const Lattice<G>& g, const Search& cfg, const float* xval, const float* weight,
+                     const float* waux, float ref, float scale, int8_t* L, bool* on_grid) {
   const int ngroups = cfg.block / G;
   int8_t Laux[32];
-  bool on_grid[8], on_grid_aux[8];
+  bool on_grid_aux[8];
   float best = 0;
-  float scale = max / (2 * cfg.kmaxq - 1);
-  for (int k = 0; k < ngroups; ++k) on_grid[k] = cfg.start_on_grid;
   for (int is = -cfg.is_max; is <= cfg.is_max; ++is) {
-    const float id = (2 * cfg.kmaxq - 1 + is * cfg.step) / max;
+    const float id = (2 * cfg.kmaxq - 1 + is * cfg.step) / ref;
     const float this_scale = 1 / id;
     for (int k = 0; k < ngroups; ++k) {
       for (int i = 0; i < G; ++i) {
@@ -240,6 +239,18 @@ float search_block(const Lattice<G>& g, const Search& cfg, const float* xval, co
       std::copy(on_grid_aux, on_grid_aux + ngroups, on_grid);
     }
   }
+  return scale;
+}
+
+// One block (|values| in xval, weights, their square roots in waux): the indexes into L, the
+// block's scale returned (possibly negative: the caller flips the signs then).
+template <int G>
+float search_block(const Lattice<G>& g, const Search& cfg, const float* xval, const float* weight,
+                   const float* waux, float max, int8_t* L) {
+  const int ngroups = cfg.block / G;
+  bool on_grid[8];
+  for (int k = 0; k < ngroups; ++k) on_grid[k] = cfg.start_on_grid;
+  float scale = best_candidate(g, cfg, xval, weight, waux, max, max / (2 * cfg.kmaxq - 1), L, on_grid);
   int n_off = 0;
   for (int k = 0; k < ngroups; ++k) n_off += !on_grid[k];
   if (n_off > 0 && scale > 0)
@@ -247,40 +258,15 @@ float search_block(const Lattice<G>& g, const Search& cfg, const float* xval, co
   return scale;
 }
 
-// IQ2_XXS's search: the candidates around make_qp_quants's scale, no record of which groups
-// were on the grid, and every group taken to the grid again at the end. nullopt: a block that
-// scale leaves empty (ggml writes nothing for it).
+// IQ2_XXS's search: the candidates around make_qp_quants's scale, and every group taken to the
+// grid again at the end. nullopt: a block that scale leaves empty (ggml writes nothing for it).
 std::optional<float> search_block_qp(const Lattice<8>& g, const Search& cfg, const float* xval,
                                      const float* weight, const float* waux, int8_t* L) {
   float scale = detail::make_qp_quants(cfg.block, cfg.kmaxq + 1, xval, reinterpret_cast<uint8_t*>(L), weight);
   const float eff_max = scale * cfg.kmaxq;
   if (eff_max <= 0) return std::nullopt;
-  int8_t Laux[32];
-  float best = 0;
-  for (int is = -cfg.is_max; is <= cfg.is_max; ++is) {
-    const float id = (2 * cfg.kmaxq - 1 + is * cfg.step) / eff_max;
-    const float this_scale = 1 / id;
-    for (int k = 0; k < cfg.block / 8; ++k) {
-      for (int i = 0; i < 8; ++i) {
-        const int l = nearest_int(0.5f * (id * xval[8 * k + i] - 1));
-        Laux[8 * k + i] = int8_t(std::max(0, std::min(cfg.kmaxq - 1, l)));
-      }
-      const int u = lattice_index<8>(Laux + 8 * k);
-      if (g.map[size_t(u)] < 0) best_neighbour(g, u, xval + 8 * k, waux + 8 * k, this_scale, Laux + 8 * k);
-    }
-    float sumqx = 0, sumq2 = 0;
-    for (int i = 0; i < cfg.block; ++i) {
-      const float w = weight[i];
-      const float q = float(2 * Laux[i] + 1);
-      sumqx += w * xval[i] * q;
-      sumq2 += w * q * q;
-    }
-    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-      scale = sumqx / sumq2;
-      best = scale * sumqx;
-      std::memcpy(L, Laux, size_t(cfg.block));
-    }
-  }
+  bool on_grid[8];  // (not used: every group is regridded)
+  scale = best_candidate(g, cfg, xval, weight, waux, eff_max, scale, L, on_grid);
   if (scale > 0) scale = regrid(g, cfg, xval, weight, waux, scale, nullptr, L);
   return scale;
 }
