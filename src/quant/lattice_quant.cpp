@@ -404,6 +404,12 @@ inline int scale_code(float id, float scale) {
   return std::max(0, std::min(15, nearest_int(0.5f * (id * scale - 1))));
 }
 
+// n block scales' 4-bit codes, two a byte (the even block's low).
+inline void scale_pairs(float id, const float* scales, int n, uint8_t* out) {
+  for (int ib = 0; ib < n; ib += 2)
+    out[ib / 2] = uint8_t(scale_code(id, scales[ib]) | (scale_code(id, scales[ib + 1]) << 4));
+}
+
 }  // namespace
 
 void quantize_iq3_xxs(const float* x, block_iq3_xxs* y, int64_t k, const float* qw) {
@@ -462,8 +468,7 @@ void quantize_iq3_s(const float* x, block_iq3_s* y, int64_t k, const float* qw) 
     const float d = max_scale / 31;
     b.d = fp32_to_fp16(d * 1.033f);
     const float id = 1 / d;
-    for (int ib = 0; ib < QK_K / 32; ib += 2)
-      b.scales[ib / 2] = uint8_t(scale_code(id, scales[ib]) | (scale_code(id, scales[ib + 1]) << 4));
+    scale_pairs(id, scales, QK_K / 32, b.scales);
   }
 }
 
@@ -489,8 +494,7 @@ void quantize_iq2_s(const float* x, block_iq2_s* y, int64_t k, const float* qw) 
     const float d = max_scale / 31;
     b.d = fp32_to_fp16(d * 0.9875f);
     const float id = 1 / d;
-    for (int ib = 0; ib < QK_K / 16; ib += 2)
-      b.scales[ib / 2] = uint8_t(scale_code(id, scales[ib]) | (scale_code(id, scales[ib + 1]) << 4));
+    scale_pairs(id, scales, QK_K / 16, b.scales);
   }
 }
 
@@ -545,8 +549,7 @@ void quantize_iq2_xs(const float* x, block_iq2_xs* y, int64_t k, const float* qw
     const float d = max_scale / 31;
     b.d = fp32_to_fp16(d);
     const float id = 1 / d;
-    for (int ib = 0; ib < QK_K / 16; ib += 2)
-      b.scales[ib / 2] = uint8_t(scale_code(id, scales[ib]) | (scale_code(id, scales[ib + 1]) << 4));
+    scale_pairs(id, scales, QK_K / 16, b.scales);
     std::memcpy(b.qs, q2, sizeof(q2));
   }
 }
