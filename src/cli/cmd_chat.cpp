@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "cli/run_common.h"
+#include "runtime/prompt.h"
 #include "common/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -183,7 +184,7 @@ class ChatSession {
     const int64_t n_ctx = ctx_.n_ctx();
     const int64_t reserve = std::min<int64_t>(n_ctx / 4, f_.n_predict > 0 ? f_.n_predict : 256);
     for (;;) {
-      const std::string full = cli::render_chat(m_, tmpl_, messages_.dump(-1, ' ', false, json::error_handler_t::replace), true);
+      const std::string full = runtime::render_chat(m_, tmpl_, messages_, true);
       std::vector<int32_t> fresh;
       // SentencePiece vocabularies prefix a space to text that starts a tokenization, so a
       // suffix tokenized alone could differ from the same text inside the conversation: for
@@ -191,9 +192,9 @@ class ChatSession {
       const bool suffix_ok = !m_.tokenizer().add_space_prefix();
       if (suffix_ok && !kv_tokens_.empty() && full.size() > kv_text_.size() &&
           full.starts_with(kv_text_)) {
-        fresh = cli::tokenize_prompt(m_, full.substr(kv_text_.size()), /*allow_bos=*/false);
+        fresh = runtime::tokenize_prompt(m_, full.substr(kv_text_.size()), /*allow_bos=*/false);
       } else {
-        const auto all = cli::tokenize_prompt(m_, full);
+        const auto all = runtime::tokenize_prompt(m_, full);
         size_t common = 0;
         while (common < all.size() && common < kv_tokens_.size() && all[common] == kv_tokens_[common])
           ++common;

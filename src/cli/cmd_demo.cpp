@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "cli/run_common.h"
+#include "runtime/prompt.h"
 #include "common/error.h"
 #include "runtime/cpu_count.h"
 #include "tokenizer/tokenizer.h"
@@ -104,7 +105,7 @@ int run_demo(int argc, char** argv) {
   std::printf("2. loaded it in %.1f ms: %s, %lld layers, vocab %lld\n", loaded.load_ms,
               model.arch().c_str(), (long long)hp.n_layer, (long long)hp.n_vocab);
 
-  const auto tokens = cli::tokenize_prompt(model, prompt);
+  const auto tokens = runtime::tokenize_prompt(model, prompt);
   if (tokens.empty()) fail("the demo prompt is empty");
   std::printf("3. tokenized \"%s\" into %zu tokens (one per byte)\n", prompt.c_str(), tokens.size());
 

@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "cli/run_common.h"
+#include "runtime/prompt.h"
 #include "common/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -101,13 +102,13 @@ int run_run(int argc, char** argv) {
       nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
       if (!f.system.empty()) msgs.push_back({{"role", "system"}, {"content", f.system}});
       msgs.push_back({{"role", "user"}, {"content", prompt}});
-      text = cli::render_chat(model, *tmpl, msgs.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace), true);
+      text = runtime::render_chat(model, *tmpl, msgs, true);
       templated = true;
     }
   }
   if (!templated && !f.system.empty())
     log.warn("--system is ignored: {}", f.no_template ? "--no-template was given" : "the model has no chat template");
-  const auto tokens = cli::tokenize_prompt(model, text);
+  const auto tokens = runtime::tokenize_prompt(model, text);
   log.detail("prompt: {} tokens{}", tokens.size(), templated ? " (chat template applied)" : "");
   if (tokens.empty()) fail("the prompt is empty after tokenization");
 

@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/run_common.h"
 #include "common/error.h"
+#include "runtime/prompt.h"
 #include "server/viz_server.h"
 
 namespace {
@@ -52,9 +53,9 @@ int run_viz(int argc, char** argv) {
     if (!tmpl) fail("{}: --chat: the model has no chat template", model_path);
   }
   opts.tokenize = [&m, tmpl](const std::string& text) {
-    if (!tmpl) return cli::tokenize_prompt(m, text);
+    if (!tmpl) return runtime::tokenize_prompt(m, text);
     const nlohmann::ordered_json msgs = nlohmann::ordered_json::array({{{"role", "user"}, {"content", text}}});
-    return cli::tokenize_prompt(m, cli::render_chat(m, *tmpl, msgs.dump(), true));
+    return runtime::tokenize_prompt(m, runtime::render_chat(m, *tmpl, msgs, true));
   };
 
   // Ctrl-C stops the server cleanly: the signals are taken by one thread with sigwait, since

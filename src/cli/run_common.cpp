@@ -5,10 +5,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "chat/template.h"
 #include "cli/progress.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
@@ -180,24 +178,6 @@ std::string read_text_file(const std::string& path, const char* what) {
 std::optional<std::string> chat_template(const runtime::Model& m, const std::string& file) {
   if (!file.empty()) return read_text_file(file, "chat template");
   return m.tokenizer().chat_template();
-}
-
-std::string render_chat(const runtime::Model& m, const std::string& tmpl,
-                        const std::string& messages_json, bool add_generation_prompt) {
-  const auto& tok = m.tokenizer();
-  const std::string bos = tok.bos() >= 0 ? tok.token_text(tok.bos()) : std::string();
-  const std::string eos = tok.eos() >= 0 ? tok.token_text(tok.eos()) : std::string();
-  return chat::apply_template(tmpl, nlohmann::ordered_json::parse(messages_json),
-                              add_generation_prompt, bos, eos);
-}
-
-std::vector<int32_t> tokenize_prompt(const runtime::Model& m, const std::string& text,
-                                     bool allow_bos) {
-  const auto& tok = m.tokenizer();
-  bool add_special = allow_bos && tok.add_bos();
-  if (add_special && tok.bos() >= 0 && text.starts_with(tok.token_text(tok.bos())))
-    add_special = false;
-  return tok.encode(text, add_special, /*parse_special=*/true);
 }
 
 void print_timings(Log& log, double load_ms, const runtime::GenerateResult& r) {

@@ -94,15 +94,6 @@ runtime::ContextParams context_params(const runtime::Model& m, const GenFlags& f
 
 // The chat template to use: --chat-template-file, else the model's; nullopt when none.
 std::optional<std::string> chat_template(const runtime::Model& m, const std::string& file);
-// Renders messages (an nlohmann::ordered_json array, passed as its dump to keep json out of
-// this header) with the model's BOS/EOS token texts.
-std::string render_chat(const runtime::Model& m, const std::string& tmpl,
-                        const std::string& messages_json, bool add_generation_prompt);
-// llama_tokenize with the model's add_bos and special tokens parsed. A BOS already written by
-// the template is not doubled.
-std::vector<int32_t> tokenize_prompt(const runtime::Model& m, const std::string& text,
-                                     bool allow_bos = true);
-
 // load_ms < 0: no load line (later turns of a chat).
 void print_timings(Log& log, double load_ms, const runtime::GenerateResult& r);
 
