@@ -15,6 +15,7 @@
 #include "runtime/sampler.h"
 #include "server/assets.h"
 #include "server/compare.h"
+#include "server/http_common.h"
 #include "server/node_stats.h"
 #include "tokenizer/tokenizer.h"
 
@@ -40,10 +41,6 @@ cmake --build build --target minfer</pre>
 void send_error(httplib::Response& res, int status, const std::string& msg) {
   res.status = status;
   res.set_content(json({{"error", msg}}).dump(), "application/json");
-}
-
-bool is_loopback(const std::string& host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1";
 }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -122,14 +119,7 @@ VizServer::~VizServer() {
 }
 
 int VizServer::bind() {
-  if (opts_.port == 0) {
-    port_ = http_->bind_to_any_port(opts_.host);
-    if (port_ < 0) fail("viz: cannot bind {} (any port)", opts_.host);
-  } else {
-    if (!http_->bind_to_port(opts_.host, opts_.port))
-      fail("viz: cannot bind {}:{} (in use? try --port)", opts_.host, opts_.port);
-    port_ = opts_.port;
-  }
+  port_ = bind_http(*http_, opts_.host, opts_.port, "viz");
   return port_;
 }
 
@@ -142,8 +132,7 @@ void VizServer::stop() {
 }
 
 std::string VizServer::url() const {
-  const bool v6 = opts_.host.find(':') != std::string::npos;
-  return fmt::format("http://{}{}{}:{}/", v6 ? "[" : "", opts_.host, v6 ? "]" : "", port_);
+  return http_url(opts_.host, port_);
 }
 
 void VizServer::wait_generation() {
@@ -279,21 +268,11 @@ void VizServer::setup_routes() {
   httplib::Server& s = *http_;
   s.set_payload_max_length(opts_.max_body);
 
-  // On a loopback address, a request must also name a loopback host: a web page elsewhere
-  // that rebinds its DNS name to 127.0.0.1 cannot then drive the server from a browser.
-  if (is_loopback(opts_.host)) {
-    s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-      std::string host = req.get_header_value("Host");
-      if (host.starts_with('[')) {
-        host = host.substr(0, host.find(']') + 1);
-      } else if (const size_t colon = host.find(':'); colon != std::string::npos) {
-        host.resize(colon);
-      }
-      if (host == "127.0.0.1" || host == "localhost" || host == "[::1]") return httplib::Server::HandlerResponse::Unhandled;
-      send_error(res, 403, "the Host header must name this machine (127.0.0.1, localhost or [::1])");
-      return httplib::Server::HandlerResponse::Handled;
-    });
-  }
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (host_header_allowed(opts_.host, req)) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, 403, kHostRefused);
+    return httplib::Server::HandlerResponse::Handled;
+  });
 
   s.Get("/", [](const httplib::Request&, httplib::Response& res) {
     if (const Asset* a = find_asset("/index.html")) {

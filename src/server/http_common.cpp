@@ -1,0 +1,36 @@
+#include "server/http_common.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "common/error.h"
+
+namespace minfer::server {
+
+int bind_http(httplib::Server& s, const std::string& host, int port, const char* who) {
+  if (port == 0) {
+    const int p = s.bind_to_any_port(host);
+    if (p < 0) fail("{}: cannot bind {} (any port)", who, host);
+    return p;
+  }
+  if (!s.bind_to_port(host, port)) fail("{}: cannot bind {}:{} (in use? try --port)", who, host, port);
+  return port;
+}
+
+std::string http_url(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return fmt::format("http://{}{}{}:{}/", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+bool host_header_allowed(const std::string& bind_host, const httplib::Request& req) {
+  if (bind_host != "127.0.0.1" && bind_host != "localhost" && bind_host != "::1") return true;
+  std::string host = req.get_header_value("Host");
+  if (host.starts_with('[')) {
+    host = host.substr(0, host.find(']') + 1);
+  } else if (const size_t colon = host.find(':'); colon != std::string::npos) {
+    host.resize(colon);
+  }
+  return host == "127.0.0.1" || host == "localhost" || host == "[::1]";
+}
+
+}  // namespace minfer::server

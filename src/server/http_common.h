@@ -1,0 +1,27 @@
+// What minfer's two HTTP servers (`minfer viz`, `minfer serve`) share: binding with a clear
+// error, the base URL, and the DNS-rebinding guard of a server bound to a loopback address.
+#pragma once
+#include <string>
+
+namespace httplib {
+class Server;
+struct Request;
+}  // namespace httplib
+
+namespace minfer::server {
+
+// Binds `host:port` (port 0: any free port) and returns the port; Error naming `who` when the
+// address cannot be bound.
+int bind_http(httplib::Server& s, const std::string& host, int port, const char* who);
+
+// "http://HOST:PORT/" ([HOST] for IPv6).
+std::string http_url(const std::string& host, int port);
+
+// On a loopback address a request must also name a loopback host: a web page elsewhere that
+// rebinds its DNS name to 127.0.0.1 cannot then drive the server from a browser. True when
+// `req` may proceed (always, for a server bound to another address).
+bool host_header_allowed(const std::string& bind_host, const httplib::Request& req);
+inline constexpr const char* kHostRefused =
+    "the Host header must name this machine (127.0.0.1, localhost or [::1])";
+
+}  // namespace minfer::server
