@@ -1,15 +1,12 @@
 // `minfer viz MODEL`: a local web page showing the compute graph as executed, with per-node
 // statistics streamed while a prompt generates (src/server, viz/README.md).
-#include <pthread.h>
-#include <signal.h>
 
-#include <atomic>
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "cli/command.h"
 #include "cli/run_common.h"
+#include "cli/stop_signals.h"
 #include "common/error.h"
 #include "runtime/prompt.h"
 #include "server/viz_server.h"
@@ -58,29 +55,13 @@ int run_viz(int argc, char** argv) {
     return runtime::tokenize_prompt(m, runtime::render_chat(m, *tmpl, msgs, true));
   };
 
-  // Ctrl-C stops the server cleanly: the signals are taken by one thread with sigwait, since
-  // nothing the server does is async-signal-safe.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  const sigset_t set = cli::block_stop_signals();
 
   server::VizServer srv(m, opts);
   srv.bind();
   std::printf("minfer viz: %s\n", srv.url().c_str());
   std::fflush(stdout);
-  std::atomic<bool> signalled{false};
-  std::thread sig([&srv, &signalled, set] {
-    int s = 0;
-    sigwait(&set, &s);
-    signalled = true;
-    srv.stop();
-  });
-  srv.listen();
-  // listen() also returns when the server failed: make sure the signal thread can end.
-  if (!signalled) pthread_kill(sig.native_handle(), SIGTERM);
-  sig.join();
+  cli::listen_until_signal(set, [&srv] { srv.listen(); }, [&srv] { srv.stop(); });
   return 0;
 }
 
