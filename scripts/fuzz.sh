@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Fuzzes a parser: scripts/fuzz.sh BUILD_DIR SECONDS [gguf|template|imatrix]
+# Fuzzes a parser: scripts/fuzz.sh BUILD_DIR SECONDS [gguf|template|imatrix|openai_request]
 # BUILD_DIR must hold fuzz_<target> built with -DMINFER_FUZZ=ON (clang).
 # gguf (default): the seed corpus is the first 64 KB of every GGUF file in ../shared plus a
 # small complete GGUF built here, so the fuzzer starts from real headers.
 # template: the seeds are the real chat templates in ../shared/templates.
 # imatrix: the seeds are a small legacy importance-matrix file and a small GGUF one built here.
+# openai_request: the seeds are chat and completion request bodies (minfer serve).
 # Exits non-zero when the fuzzer finds a crash.
 set -euo pipefail
 BUILD_DIR=${1:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}
@@ -19,6 +20,16 @@ CORPUS="$BUILD_DIR/fuzz-corpus-$TARGET"
 ARTIFACTS="$BUILD_DIR/fuzz-artifacts-$TARGET"
 rm -rf "$SEED"
 mkdir -p "$SEED" "$CORPUS" "$ARTIFACTS"
+
+if [ "$TARGET" = openai_request ]; then
+  # request bodies as OpenAI's API reference and llama-server's extensions write them
+  printf '%s' '{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"}]}],"max_completion_tokens":16,"temperature":0.7,"top_p":0.9,"seed":42,"stop":["\n"],"stream":true,"stream_options":{"include_usage":true}}' > "$SEED/chat.json"
+  printf '%s' '{"prompt":"Once upon a time","max_tokens":8,"n":1,"logprobs":null,"top_k":40,"min_p":0.05,"repeat_penalty":1.1,"repeat_last_n":-1,"ignore_eos":true,"echo":false}' > "$SEED/completion.json"
+  printf '%s' '{"prompt":[1,403,407],"n_predict":-1,"seed":-1,"stop":"END","frequency_penalty":0.5,"presence_penalty":-0.5}' > "$SEED/tokens.json"
+  echo "fuzz.sh: 3 seeds in $SEED; fuzzing fuzz_openai_request for $SECONDS_TO_RUN s"
+  exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
+fi
 
 if [ "$TARGET" = template ]; then
   n=0

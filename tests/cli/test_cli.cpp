@@ -3,6 +3,7 @@
 // with its exit code and message.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <filesystem>
@@ -322,4 +323,54 @@ TEST_F(Cli, BadInputIsOneLineAndTheRightExitCode) {
   expect_error("run -p hi", 2, {"no model"});
   expect_error("chat", 2, {"no model"});
   expect_error("chat " + stories(), 1, {"chat template"});
+  expect_error("serve", 2, {"no model"});
+  expect_error("serve " + q((dir_ / "missing.gguf").string()), 1, {"missing.gguf", "no such file"});
+  expect_error("serve " + stories() + " --port 70000", 2, {"--port"});
+  expect_error("serve " + stories() + " --temp -1", 1, {"temperature"});
+}
+
+// `minfer serve` as a user starts it: the address on stdout, the flags as the defaults of a
+// request (here --temp 0 and -n 64: llama.cpp's greedy text), one line per request on stderr,
+// and SIGTERM ends it with exit code 0.
+TEST_F(Cli, ServeAnswersTheOpenAiApiAndStopsOnSigterm) {
+  MINFER_REQUIRE_SHARED();
+  const fs::path out = dir_ / "serve.out", err = dir_ / "serve.err", pidf = dir_ / "pid",
+                 code = dir_ / "code";
+  const std::string cmd = "(" + std::string(MINFER_BINARY) + " serve " + stories() +
+                          " --port 0 --temp 0 -n 64 --kv-type f32 -c 256 -t 1 >" + q(out.string()) +
+                          " 2>" + q(err.string()) + " & echo $! >" + q(pidf.string()) +
+                          "; wait $!; echo $? >" + q(code.string()) + ") &";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::smatch m;
+  std::string url_line;
+  const std::regex url_re("http://127\\.0\\.0\\.1:([0-9]+)/v1");
+  for (int i = 0; i < 200 && !std::regex_search(url_line, m, url_re); ++i) {
+    usleep(50000);
+    url_line = slurp(out);
+  }
+  ASSERT_TRUE(std::regex_search(url_line, m, url_re)) << "stdout: " << url_line << "\nstderr: " << slurp(err);
+  const std::string port = m[1];
+  const json g = json::parse(slurp(minfer::test::shared_path("golden/models/stories260K.greedy64.json")));
+  const std::string body = json{{"prompt", g["cases"][0]["prompt_text"]}, {"ignore_eos", true}}.dump();
+  spit(dir_ / "body.json", body);
+  // curl is not a dependency: a bash /dev/tcp request does the HTTP.
+  const std::string req = "exec 3<>/dev/tcp/127.0.0.1/" + port +
+                          "; printf 'POST /v1/completions HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n"
+                          "Content-Type: application/json\\r\\nContent-Length: " +
+                          std::to_string(body.size()) + "\\r\\nConnection: close\\r\\n\\r\\n' >&3; cat " +
+                          q((dir_ / "body.json").string()) + " >&3; cat <&3 >" + q((dir_ / "resp").string());
+  ASSERT_EQ(std::system(("bash -c " + q(req)).c_str()), 0);
+  const std::string resp = slurp(dir_ / "resp");
+  ASSERT_NE(resp.find("HTTP/1.1 200"), std::string::npos) << resp;
+  const json j = json::parse(resp.substr(resp.find("\r\n\r\n") + 4));
+  EXPECT_EQ(j["choices"][0]["text"], g["cases"][0]["greedy"]["text"]);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 64);
+
+  const pid_t pid = std::stoi(slurp(pidf));
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  for (int i = 0; i < 200 && slurp(code).empty(); ++i) usleep(50000);
+  EXPECT_EQ(slurp(code), "0\n");
+  const std::string log = slurp(err);
+  EXPECT_NE(log.find("completion: prompt 5 tokens (0 cached"), std::string::npos) << log;
+  EXPECT_NE(log.find("64 generated"), std::string::npos) << log;
 }

@@ -1,0 +1,76 @@
+// `minfer serve MODEL`: an OpenAI-compatible HTTP server (src/server/openai_server.h,
+// docs/SERVER.md). The sampling flags are the defaults for what a request leaves out.
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/command.h"
+#include "cli/run_common.h"
+#include "cli/stop_signals.h"
+#include "common/error.h"
+#include "server/openai_server.h"
+
+namespace {
+
+using namespace minfer;
+
+int run_serve(int argc, char** argv) {
+  CLI::App app{"Serve MODEL over an OpenAI-compatible HTTP API (/v1/chat/completions, "
+               "/v1/completions, /v1/models, /health), one request at a time. The sampling "
+               "flags set the defaults of fields a request leaves out.",
+               argv[0]};
+  std::string model_path, model_pos, host = "127.0.0.1", api_key, alias;
+  int port = 8080;
+  cli::GenFlags f;
+  app.add_option("-m,--model", model_path, "GGUF model file");
+  app.add_option("MODEL", model_pos, "GGUF model file");
+  app.add_option("--host", host, "address to bind (default 127.0.0.1: this machine only)");
+  app.add_option("--port", port, "TCP port (0 = any free port)")->check(CLI::Range(0, 65535))->capture_default_str();
+  app.add_option("--api-key", api_key, "require 'Authorization: Bearer KEY' on every request but /health");
+  app.add_option("-a,--alias", alias, "model name in responses (default: the file name)");
+  f.add_to(app);
+  cli::parse(app, argc, argv);
+  if (model_path.empty()) model_path = model_pos;
+  if (model_path.empty()) {
+    std::fprintf(stderr, "%s: no model given (minfer serve MODEL.gguf)\nRun '%s --help' for usage.\n",
+                 argv[0], argv[0]);
+    return 2;
+  }
+  f.validate();
+  cli::Log log;
+  f.setup_log(log);
+
+  const sigset_t signals = cli::block_stop_signals();
+  auto loaded = cli::load_model(model_path, log);
+  const auto& model = *loaded.model;
+
+  server::ServeOptions o;
+  o.host = host;
+  o.port = port;
+  o.model_name = alias.empty() ? std::filesystem::path(model_path).filename().string() : alias;
+  o.api_key = api_key;
+  if (!f.no_template) o.chat_template = cli::chat_template(model, f.chat_template_file);
+  if (!o.chat_template)
+    log.warn("{}: /v1/chat/completions is off (no chat template{}); /v1/completions works",
+             model_path, f.no_template ? ": --no-template" : "; give one with --chat-template-file");
+  o.ctx = cli::context_params(model, f);
+  o.sampling = f.sampler_params();
+  o.seed = f.seed;
+  o.n_predict = f.n_predict;
+  o.stop = f.stop;
+  o.ignore_eos = f.ignore_eos;
+  o.system = f.system;
+  o.log = [&log](const std::string& line) { log.info("{}", line); };
+
+  server::OpenAiServer srv(model, o);
+  srv.bind();
+  log.info("serving {} with {} tokens of context; Ctrl-C stops", o.model_name, o.ctx.n_ctx);
+  // The address on stdout, for scripts that start the server on --port 0.
+  std::printf("minfer serve: %sv1\n", srv.url().c_str());
+  std::fflush(stdout);
+  cli::listen_until_signal(signals, [&srv] { srv.listen(); }, [&srv] { srv.stop(); });
+  return 0;
+}
+
+}  // namespace
+
+MINFER_COMMAND(serve, "serve a model over an OpenAI-compatible HTTP API", run_serve);

@@ -1,0 +1,307 @@
+#include "server/openai_api.h"
+
+#include <cmath>
+#include <limits>
+
+#include "common/error.h"
+
+namespace minfer::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+bool present(const json& j, const char* key) { return j.contains(key) && !j[key].is_null(); }
+
+std::optional<float> number_field(const json& j, const char* key) {
+  if (!present(j, key)) return std::nullopt;
+  const json& v = j[key];
+  if (!v.is_number()) fail("'{}' must be a number", key);
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || std::fabs(d) > 1e30) fail("'{}' is out of range", key);
+  return float(d);
+}
+
+std::optional<int64_t> integer_field(const json& j, const char* key, int64_t lo, int64_t hi) {
+  if (!present(j, key)) return std::nullopt;
+  const json& v = j[key];
+  // 5.0 is an integer to JavaScript clients; 5.5 is not.
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) fail("'{}' must be an integer", key);
+    if (d < double(lo) || d > double(hi)) fail("'{}' must be in [{}, {}]", key, lo, hi);
+    return int64_t(d);
+  }
+  if (!v.is_number_integer()) fail("'{}' must be an integer", key);
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(hi)
+                             : (v.get<int64_t>() < lo || v.get<int64_t>() > hi))
+    fail("'{}' must be in [{}, {}]", key, lo, hi);
+  return v.get<int64_t>();
+}
+
+bool bool_field(const json& j, const char* key) {
+  if (!present(j, key)) return false;
+  if (!j[key].is_boolean()) fail("'{}' must be true or false", key);
+  return j[key].get<bool>();
+}
+
+// A message's content as one string: text parts joined by newlines, as llama-server does for
+// templates that take plain strings.
+std::string content_text(const json& content, size_t index) {
+  if (content.is_null()) return {};
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array())
+    fail("messages[{}].content must be a string, null or an array of content parts", index);
+  std::string text;
+  for (const json& part : content) {
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+      fail("messages[{}].content: each part must be an object with a string 'type'", index);
+    const std::string type = part["type"].get<std::string>();
+    if (type != "text")
+      fail("messages[{}].content: '{}' parts are not supported (text only)", index, type);
+    if (!part.contains("text") || !part["text"].is_string())
+      fail("messages[{}].content: a text part needs a string 'text'", index);
+    if (!text.empty()) text += '\n';
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+json parse_messages(const json& body) {
+  if (!present(body, "messages")) fail("'messages' is required");
+  const json& in = body["messages"];
+  if (!in.is_array() || in.empty()) fail("'messages' must be a non-empty array");
+  json out = json::array();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const json& m = in[i];
+    if (!m.is_object()) fail("messages[{}] must be an object", i);
+    if (!m.contains("role") || !m["role"].is_string() || m["role"].get<std::string>().empty())
+      fail("messages[{}] needs a string 'role'", i);
+    if (!m.contains("content") && m["role"] != "assistant")
+      fail("messages[{}] needs a 'content'", i);
+    if (present(m, "tool_calls")) fail("messages[{}]: tool calls are not supported", i);
+    json msg = m;  // other fields (name, ...) stay for templates that use them
+    msg["content"] = content_text(m.contains("content") ? m["content"] : json(), i);
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+void parse_prompt(const json& body, CompletionRequest& r) {
+  if (!present(body, "prompt")) fail("'prompt' is required");
+  const json& p = body["prompt"];
+  if (p.is_string()) {
+    r.prompt = p.get<std::string>();
+  } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
+    r.prompt = p[0].get<std::string>();
+  } else if (p.is_array() && !p.empty() && p[0].is_number()) {
+    for (const json& t : p) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+          t.get<int64_t>() > std::numeric_limits<int32_t>::max())
+        fail("'prompt' as token ids must hold non-negative integers");
+      r.prompt_tokens.push_back(t.get<int32_t>());
+    }
+  } else if (p.is_array() && p.size() > 1) {
+    fail("'prompt' with several prompts is not supported (one request per prompt)");
+  } else {
+    fail("'prompt' must be a string or an array of token ids");
+  }
+  if (r.prompt.empty() && r.prompt_tokens.empty()) fail("'prompt' is empty");
+}
+
+// Requests for what minfer does not do: refused rather than silently ignored.
+void refuse_unsupported(const json& body, ApiKind kind) {
+  if (const auto n = integer_field(body, "n", 1, 1 << 20); n && *n != 1)
+    fail("'n' must be 1: one choice per request");
+  if (present(body, "logprobs")) {
+    const json& v = body["logprobs"];
+    if (!(v.is_boolean() && !v.get<bool>()) && !(v.is_number_integer() && v.get<int64_t>() == 0))
+      fail("'logprobs' is not supported");
+  }
+  if (present(body, "top_logprobs") && !(body["top_logprobs"].is_number_integer() &&
+                                         body["top_logprobs"].get<int64_t>() == 0))
+    fail("'top_logprobs' is not supported");
+  for (const char* key : {"tools", "functions"})
+    if (present(body, key) && !(body[key].is_array() && body[key].empty()))
+      fail("'{}' is not supported: minfer does not call tools", key);
+  if (present(body, "response_format")) {
+    const json& f = body["response_format"];
+    if (!f.is_object() || f.value("type", "") != "text")
+      fail("'response_format' other than {{\"type\": \"text\"}} is not supported");
+  }
+  if (kind == ApiKind::Completion) {
+    if (bool_field(body, "echo")) fail("'echo' is not supported");
+    if (present(body, "suffix") && !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty()))
+      fail("'suffix' is not supported");
+    if (const auto b = integer_field(body, "best_of", 1, 1 << 20); b && *b != 1)
+      fail("'best_of' must be 1");
+  }
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception& e) {
+    fail("the request body is not valid JSON ({})", e.what());
+  }
+  if (!j.is_object()) fail("the request body must be a JSON object");
+  refuse_unsupported(j, kind);
+
+  CompletionRequest r;
+  r.kind = kind;
+  if (kind == ApiKind::Chat) r.messages = parse_messages(j);
+  else parse_prompt(j, r);
+
+  constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
+  // max_completion_tokens is the chat API's current name, max_tokens the older one,
+  // n_predict llama-server's (-1: no limit).
+  constexpr int64_t kMaxLong = std::numeric_limits<int64_t>::max();
+  if (kind == ApiKind::Chat) r.max_tokens = integer_field(j, "max_completion_tokens", 0, kMaxLong);
+  if (!r.max_tokens) r.max_tokens = integer_field(j, "max_tokens", 0, kMaxLong);
+  if (!r.max_tokens) r.max_tokens = integer_field(j, "n_predict", -1, kMaxLong);
+
+  r.temperature = number_field(j, "temperature");
+  r.top_p = number_field(j, "top_p");
+  r.min_p = number_field(j, "min_p");
+  r.repeat_penalty = number_field(j, "repeat_penalty");
+  r.frequency_penalty = number_field(j, "frequency_penalty");
+  r.presence_penalty = number_field(j, "presence_penalty");
+  if (const auto k = integer_field(j, "top_k", -kMaxInt, kMaxInt)) r.top_k = int32_t(*k);
+  if (const auto n = integer_field(j, "repeat_last_n", -1, kMaxInt)) r.repeat_last_n = int32_t(*n);
+  if (present(j, "seed")) {
+    const json& s = j["seed"];
+    if (s.is_number_unsigned()) r.seed = s.get<uint64_t>();
+    else if (s.is_number_integer() && s.get<int64_t>() == -1) r.seed = std::nullopt;
+    else fail("'seed' must be a non-negative integer (or -1 for a random one)");
+  }
+
+  if (present(j, "stop")) {
+    const json& s = j["stop"];
+    if (s.is_string()) {
+      r.stop.push_back(s.get<std::string>());
+    } else if (s.is_array()) {
+      for (const json& x : s) {
+        if (!x.is_string()) fail("'stop' must be a string or an array of strings");
+        r.stop.push_back(x.get<std::string>());
+      }
+    } else {
+      fail("'stop' must be a string or an array of strings");
+    }
+    for (const std::string& x : r.stop)
+      if (x.empty()) fail("'stop' strings must not be empty");
+  }
+  r.ignore_eos = bool_field(j, "ignore_eos");
+  r.stream = bool_field(j, "stream");
+  if (present(j, "stream_options")) {
+    const json& o = j["stream_options"];
+    if (!o.is_object()) fail("'stream_options' must be an object");
+    r.include_usage = bool_field(o, "include_usage");
+  }
+  return r;
+}
+
+runtime::SamplerParams sampler_params(const CompletionRequest& r, runtime::SamplerParams p,
+                                      uint64_t random_seed) {
+  if (r.temperature) p.temp = *r.temperature;
+  if (r.top_p) p.top_p = *r.top_p;
+  if (r.min_p) p.min_p = *r.min_p;
+  if (r.top_k) p.top_k = *r.top_k;
+  if (r.repeat_penalty) p.repeat_penalty = *r.repeat_penalty;
+  if (r.repeat_last_n) p.repeat_last_n = *r.repeat_last_n;
+  if (r.frequency_penalty) p.frequency_penalty = *r.frequency_penalty;
+  if (r.presence_penalty) p.presence_penalty = *r.presence_penalty;
+  p.seed = r.seed ? *r.seed : random_seed;
+  p.validate();
+  return p;
+}
+
+json timings_json(const CompletionResult& r) {
+  auto per_token = [](double ms, int64_t n) { return n > 0 ? ms / double(n) : 0.0; };
+  auto per_second = [](double ms, int64_t n) { return ms > 0 ? 1000.0 * double(n) / ms : 0.0; };
+  return json{{"cache_n", r.cached_tokens},
+              {"prompt_n", r.prompt_evaluated},
+              {"prompt_ms", r.prompt_ms},
+              {"prompt_per_token_ms", per_token(r.prompt_ms, r.prompt_evaluated)},
+              {"prompt_per_second", per_second(r.prompt_ms, r.prompt_evaluated)},
+              {"predicted_n", r.completion_tokens},
+              {"predicted_ms", r.predicted_ms},
+              {"predicted_per_token_ms", per_token(r.predicted_ms, r.completion_tokens)},
+              {"predicted_per_second", per_second(r.predicted_ms, r.completion_tokens)}};
+}
+
+namespace {
+
+json usage_json(const CompletionResult& r) {
+  return json{{"completion_tokens", r.completion_tokens},
+              {"prompt_tokens", r.prompt_tokens},
+              {"total_tokens", r.prompt_tokens + r.completion_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}}};
+}
+
+json head_json(ApiKind kind, const ResponseHead& h, bool chunk) {
+  const char* object = kind == ApiKind::Completion ? "text_completion"
+                       : chunk                     ? "chat.completion.chunk"
+                                                   : "chat.completion";
+  return json{{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
+}
+
+}  // namespace
+
+json completion_response(ApiKind kind, const ResponseHead& h, const CompletionResult& r) {
+  json out = head_json(kind, h, false);
+  json choice = {{"index", 0}};
+  if (kind == ApiKind::Chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+  } else {
+    choice["text"] = r.text;
+    choice["logprobs"] = nullptr;
+  }
+  choice["finish_reason"] = r.finish_reason;
+  out["choices"] = json::array({choice});
+  out["usage"] = usage_json(r);
+  out["timings"] = timings_json(r);
+  return out;
+}
+
+json completion_chunk(ApiKind kind, const ResponseHead& h, std::string_view text, bool first,
+                      const std::string* finish_reason) {
+  json out = head_json(kind, h, true);
+  json choice = {{"index", 0}};
+  if (kind == ApiKind::Chat) {
+    json delta = json::object();
+    if (first) delta["role"] = "assistant";
+    if (!finish_reason) delta["content"] = std::string(text);
+    choice["delta"] = std::move(delta);
+  } else {
+    choice["text"] = std::string(text);
+    choice["logprobs"] = nullptr;
+  }
+  choice["finish_reason"] = finish_reason ? json(*finish_reason) : json(nullptr);
+  out["choices"] = json::array({choice});
+  return out;
+}
+
+json usage_chunk(ApiKind kind, const ResponseHead& h, const CompletionResult& r) {
+  json out = head_json(kind, h, true);
+  out["choices"] = json::array();
+  out["usage"] = usage_json(r);
+  out["timings"] = timings_json(r);
+  return out;
+}
+
+json error_body(int status, std::string_view message) {
+  const char* type = status == 401   ? "authentication_error"
+                     : status == 404 ? "not_found_error"
+                     : status == 503 ? "unavailable_error"
+                     : status >= 500 ? "server_error"
+                                     : "invalid_request_error";
+  return json{{"error", {{"code", status}, {"message", std::string(message)}, {"type", type}}}};
+}
+
+std::string sse_data(const json& j) {
+  return "data: " + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+}  // namespace minfer::server

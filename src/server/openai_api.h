@@ -1,0 +1,91 @@
+// The OpenAI API's wire format, as `minfer serve` speaks it: request bodies of
+// POST /v1/chat/completions and /v1/completions checked field by field into a
+// CompletionRequest, and the response objects (whole, and the chunks of a stream) built from
+// a generation's result. Pure data: no HTTP, no model.
+//
+// Request fields taken (OpenAI's names, plus llama-server's extensions in brackets):
+//   chat:        messages (role + content: a string, null, or text parts), max_tokens,
+//                max_completion_tokens
+//   completions: prompt (a string, a one-string array, or an array of token ids), max_tokens
+//   both:        temperature, top_p, frequency_penalty, presence_penalty, seed, stop, stream,
+//                stream_options.include_usage, n (only 1) [top_k, min_p, repeat_penalty,
+//                repeat_last_n, n_predict, ignore_eos]
+// Fields asking for what minfer does not do (n > 1, logprobs, tools, a JSON response_format,
+// echo, suffix, best_of > 1, non-text content parts) are refused with a message naming them;
+// other fields (model, user, metadata, ...) are ignored, as llama-server does.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/sampler.h"
+
+namespace minfer::server {
+
+enum class ApiKind { Chat, Completion };
+
+struct CompletionRequest {
+  ApiKind kind = ApiKind::Chat;
+  nlohmann::ordered_json messages;     // chat: each message's content made a string
+  std::string prompt;                  // completion, as text
+  std::vector<int32_t> prompt_tokens;  // completion, as token ids (then prompt is empty)
+  std::optional<int64_t> max_tokens;   // -1: until end of generation or a full context
+  std::optional<float> temperature, top_p, min_p, repeat_penalty, frequency_penalty,
+      presence_penalty;
+  std::optional<int32_t> top_k, repeat_last_n;
+  std::optional<uint64_t> seed;  // absent (or -1 in the request): a random seed
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+};
+
+// minfer::Error naming the field: not JSON, not an object, a missing or ill-typed field, a
+// value out of range, a feature minfer does not have.
+CompletionRequest parse_completion_request(std::string_view body, ApiKind kind);
+
+// The request's sampling fields over the server's defaults. A request without a seed (or with
+// -1) gets `random_seed` when the server has no fixed one. Error when the result is out of range.
+runtime::SamplerParams sampler_params(const CompletionRequest& r, runtime::SamplerParams defaults,
+                                      uint64_t random_seed);
+
+// What one generation produced, for the response objects.
+struct CompletionResult {
+  std::string text;
+  std::string finish_reason;  // "stop" or "length"
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // of prompt_tokens, reused from the previous request's cache
+  int64_t completion_tokens = 0;
+  int64_t prompt_evaluated = 0;  // prompt tokens run through the model (the rest was cached)
+  double prompt_ms = 0, predicted_ms = 0;
+};
+
+// llama-server's "timings" object: prompt and generation counts, times and rates.
+nlohmann::ordered_json timings_json(const CompletionResult& r);
+
+// The fields every object of one response shares.
+struct ResponseHead {
+  std::string id;  // "chatcmpl-..." or "cmpl-..."
+  int64_t created = 0;  // Unix seconds
+  std::string model;
+};
+
+nlohmann::ordered_json completion_response(ApiKind kind, const ResponseHead& h,
+                                           const CompletionResult& r);
+// One streamed chunk: the first chat chunk carries the role, later ones text; the last one
+// (finish_reason set, text empty) closes the choice.
+nlohmann::ordered_json completion_chunk(ApiKind kind, const ResponseHead& h, std::string_view text,
+                                        bool first, const std::string* finish_reason);
+// stream_options.include_usage's final chunk: no choices, the usage.
+nlohmann::ordered_json usage_chunk(ApiKind kind, const ResponseHead& h, const CompletionResult& r);
+
+// {"error": {"code": status, "message": ..., "type": ...}}, llama-server's shape of OpenAI's.
+nlohmann::ordered_json error_body(int status, std::string_view message);
+
+// "data: <json>\n\n": one server-sent event of an OpenAI stream (invalid UTF-8 becomes U+FFFD).
+std::string sse_data(const nlohmann::ordered_json& j);
+
+}  // namespace minfer::server

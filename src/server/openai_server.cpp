@@ -1,0 +1,306 @@
+#include "server/openai_server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <ctime>
+#include <random>
+
+#include "common/error.h"
+#include "runtime/generate.h"
+#include "runtime/model.h"
+#include "runtime/prompt.h"
+#include "server/http_common.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void send_error(httplib::Response& res, int status, std::string_view msg) {
+  res.status = status;
+  res.set_content(dump(error_body(status, msg)), "application/json");
+}
+
+void send_json(httplib::Response& res, const json& j) { res.set_content(dump(j), "application/json"); }
+
+// "chatcmpl-" / "cmpl-" and 32 random letters and digits, as llama-server's ids.
+std::string response_id(ApiKind kind) {
+  static const char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  thread_local std::mt19937_64 rng(runtime::random_seed());
+  std::string id = kind == ApiKind::Chat ? "chatcmpl-" : "cmpl-";
+  for (int i = 0; i < 32; ++i) id += kChars[rng() % (sizeof(kChars) - 1)];
+  return id;
+}
+
+const char* finish_reason(runtime::StopReason r) {
+  switch (r) {
+    case runtime::StopReason::Length:
+    case runtime::StopReason::ContextFull: return "length";
+    default: return "stop";
+  }
+}
+
+json parse_object(const std::string& body) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception& e) {
+    fail("the request body is not valid JSON ({})", e.what());
+  }
+  if (!j.is_object()) fail("the request body must be a JSON object");
+  return j;
+}
+
+}  // namespace
+
+OpenAiServer::OpenAiServer(const runtime::Model& model, ServeOptions opts)
+    : model_(model), opts_(std::move(opts)), http_(std::make_unique<httplib::Server>()) {
+  created_ = int64_t(std::time(nullptr));
+  ctx_ = std::make_unique<runtime::Context>(model_, opts_.ctx);
+  setup_routes();
+}
+
+OpenAiServer::~OpenAiServer() { stop(); }
+
+int OpenAiServer::bind() {
+  port_ = bind_http(*http_, opts_.host, opts_.port, "serve");
+  return port_;
+}
+
+void OpenAiServer::listen() { http_->listen_after_bind(); }
+
+void OpenAiServer::stop() {
+  stopping_ = true;
+  cancel_ = true;
+  http_->stop();
+}
+
+std::string OpenAiServer::url() const { return http_url(opts_.host, port_); }
+
+std::vector<int32_t> OpenAiServer::prompt_tokens(const CompletionRequest& r) const {
+  std::vector<int32_t> tokens;
+  if (r.kind == ApiKind::Chat) {
+    if (!opts_.chat_template)
+      fail("the model has no chat template: use /v1/completions, or start the server with "
+           "--chat-template-file");
+    json messages = r.messages;
+    if (!opts_.system.empty() && (messages.empty() || messages[0]["role"] != "system"))
+      messages.insert(messages.begin(), json{{"role", "system"}, {"content", opts_.system}});
+    tokens = runtime::tokenize_prompt(model_, runtime::render_chat(model_, *opts_.chat_template,
+                                                                   messages, true));
+  } else if (!r.prompt_tokens.empty()) {
+    tokens = r.prompt_tokens;
+    for (int32_t t : tokens)
+      if (t >= model_.n_vocab()) fail("prompt token {} is not in the vocabulary of {}", t, model_.n_vocab());
+  } else {
+    tokens = runtime::tokenize_prompt(model_, r.prompt);
+  }
+  if (tokens.empty()) fail("the prompt is empty after tokenization");
+  if (int64_t(tokens.size()) >= ctx_->n_ctx())
+    fail("the prompt is {} tokens, which does not fit the context of {} tokens with room for a "
+         "reply (start the server with a larger -c)",
+         tokens.size(), ctx_->n_ctx());
+  return tokens;
+}
+
+CompletionResult OpenAiServer::complete(const CompletionRequest& r,
+                                        const std::vector<int32_t>& prompt,
+                                        const std::function<bool(std::string_view)>& on_text) {
+  std::lock_guard lk(ctx_mu_);
+  cancel_ = stopping_.load();
+  runtime::Sampler sampler(sampler_params(r, opts_.sampling,
+                                          opts_.seed ? *opts_.seed : runtime::random_seed()));
+
+  // Keep the longest common prefix of the cache; the last prompt token is always evaluated,
+  // since its logits seed the first sample.
+  size_t common = 0;
+  while (common < cached_.size() && common + 1 < prompt.size() && cached_[common] == prompt[common])
+    ++common;
+  ctx_->truncate(int64_t(common));
+  cached_.resize(common);
+  for (size_t i = 0; i < common; ++i) sampler.accept(prompt[i]);
+
+  runtime::GenerateOptions go;
+  go.n_predict = r.max_tokens ? *r.max_tokens : opts_.n_predict;
+  go.stop = opts_.stop;
+  go.stop.insert(go.stop.end(), r.stop.begin(), r.stop.end());
+  go.ignore_eog = r.ignore_eos || opts_.ignore_eos;
+  go.interrupt = &cancel_;
+  runtime::GenerateResult g;
+  try {
+    g = runtime::generate(*ctx_, model_.tokenizer(), sampler,
+                          std::span(prompt).subspan(common), go, [&](std::string_view s) {
+                            if (on_text && !on_text(s)) cancel_ = true;
+                          });
+  } catch (...) {
+    // Whatever the context holds now is unknown: start the next request afresh.
+    ctx_->truncate(0);
+    cached_.clear();
+    throw;
+  }
+  cached_ = prompt;
+  cached_.insert(cached_.end(), g.tokens.begin(), g.tokens.begin() + g.n_tokens_in_kv);
+
+  CompletionResult out;
+  out.text = std::move(g.text);
+  out.finish_reason = finish_reason(g.reason);
+  out.prompt_tokens = int64_t(prompt.size());
+  out.cached_tokens = int64_t(common);
+  out.prompt_evaluated = g.n_prompt;
+  out.completion_tokens = int64_t(g.tokens.size());
+  out.prompt_ms = g.t_prompt_ms;
+  out.predicted_ms = g.t_gen_ms;
+  if (opts_.log)
+    opts_.log(fmt::format("{}: prompt {} tokens ({} cached, {:.1f} t/s), {} generated ({:.1f} t/s), "
+                          "stopped: {}",
+                          r.kind == ApiKind::Chat ? "chat" : "completion", out.prompt_tokens,
+                          out.cached_tokens,
+                          out.prompt_ms > 0 ? 1000.0 * double(out.prompt_evaluated) / out.prompt_ms : 0.0,
+                          out.completion_tokens,
+                          out.predicted_ms > 0 ? 1000.0 * double(out.completion_tokens) / out.predicted_ms : 0.0,
+                          runtime::stop_reason_name(g.reason)));
+  return out;
+}
+
+void OpenAiServer::setup_routes() {
+  httplib::Server& s = *http_;
+  s.set_payload_max_length(opts_.max_body);
+
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!host_header_allowed(opts_.host, req)) {
+      send_error(res, 403, kHostRefused);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!opts_.api_key.empty() && req.path != "/health" && req.path != "/v1/health" &&
+        req.get_header_value("Authorization") != "Bearer " + opts_.api_key) {
+      send_error(res, 401, "invalid API key (send 'Authorization: Bearer KEY')");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  auto health = [](const httplib::Request&, httplib::Response& res) {
+    send_json(res, {{"status", "ok"}});
+  };
+  s.Get("/health", health);
+  s.Get("/v1/health", health);
+
+  auto models = [this](const httplib::Request&, httplib::Response& res) {
+    json meta = {{"n_ctx", ctx_->n_ctx()},
+                 {"n_ctx_train", model_.hparams().n_ctx_train},
+                 {"n_vocab", model_.n_vocab()},
+                 {"arch", model_.arch()}};
+    send_json(res, {{"object", "list"},
+                    {"data", json::array({{{"id", opts_.model_name},
+                                           {"object", "model"},
+                                           {"created", created_},
+                                           {"owned_by", "minfer"},
+                                           {"meta", meta}}})}});
+  };
+  s.Get("/v1/models", models);
+  s.Get("/models", models);
+
+  auto completion = [this](ApiKind kind) {
+    return [this, kind](const httplib::Request& req, httplib::Response& res) {
+      auto r = std::make_shared<CompletionRequest>();
+      auto prompt = std::make_shared<std::vector<int32_t>>();
+      try {
+        *r = parse_completion_request(req.body, kind);
+        (void)sampler_params(*r, opts_.sampling, 0);  // out-of-range values: 400 before any work
+        *prompt = prompt_tokens(*r);
+      } catch (const Error& e) {
+        send_error(res, 400, e.what());
+        return;
+      }
+      const ResponseHead head{response_id(kind), int64_t(std::time(nullptr)), opts_.model_name};
+      if (!r->stream) {
+        send_json(res, completion_response(kind, head, complete(*r, *prompt, nullptr)));
+        return;
+      }
+      res.set_header("Cache-Control", "no-cache");
+      res.set_chunked_content_provider(
+          "text/event-stream", [this, r, prompt, head](size_t, httplib::DataSink& sink) {
+            auto send = [&sink](const json& j) {
+              const std::string s = sse_data(j);
+              return sink.write(s.data(), s.size());
+            };
+            // OpenAI's first chat chunk names the role; the text follows in later ones.
+            if (r->kind == ApiKind::Chat) send(completion_chunk(r->kind, head, "", true, nullptr));
+            try {
+              const CompletionResult out = complete(*r, *prompt, [&](std::string_view text) {
+                return send(completion_chunk(r->kind, head, text, false, nullptr));
+              });
+              send(completion_chunk(r->kind, head, "", false, &out.finish_reason));
+              if (r->include_usage) send(usage_chunk(r->kind, head, out));
+              const std::string done = "data: [DONE]\n\n";
+              sink.write(done.data(), done.size());
+            } catch (const std::exception& e) {
+              send(error_body(500, e.what()));
+            }
+            sink.done();
+            return true;
+          });
+    };
+  };
+  s.Post("/v1/chat/completions", completion(ApiKind::Chat));
+  s.Post("/chat/completions", completion(ApiKind::Chat));
+  s.Post("/v1/completions", completion(ApiKind::Completion));
+  s.Post("/completions", completion(ApiKind::Completion));
+
+  s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      const json j = parse_object(req.body);
+      if (!j.contains("content") || !j["content"].is_string()) fail("'content' must be a string");
+      bool add_special = false;
+      if (j.contains("add_special")) {
+        if (!j["add_special"].is_boolean()) fail("'add_special' must be true or false");
+        add_special = j["add_special"].get<bool>();
+      }
+      const auto& tok = model_.tokenizer();
+      send_json(res, {{"tokens", tok.encode(j["content"].get<std::string>(), add_special,
+                                            /*parse_special=*/true)}});
+    } catch (const Error& e) {
+      send_error(res, 400, e.what());
+    }
+  });
+  s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      const json j = parse_object(req.body);
+      if (!j.contains("tokens") || !j["tokens"].is_array()) fail("'tokens' must be an array of token ids");
+      std::vector<int32_t> ids;
+      for (const json& t : j["tokens"]) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= model_.n_vocab())
+          fail("'tokens' must hold token ids in [0, {})", model_.n_vocab());
+        ids.push_back(t.get<int32_t>());
+      }
+      send_json(res, {{"content", model_.tokenizer().decode(ids)}});
+    } catch (const Error& e) {
+      send_error(res, 400, e.what());
+    }
+  });
+
+  // httplib's own errors (404, 413, ...) get OpenAI's error body too.
+  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    send_error(res, res.status, res.status == 404   ? "not found"
+                                : res.status == 413 ? "the request body is too large"
+                                                    : fmt::format("HTTP status {}", res.status));
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string msg = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      msg = e.what();
+    } catch (...) {
+    }
+    send_error(res, 500, msg);
+  });
+}
+
+}  // namespace minfer::server

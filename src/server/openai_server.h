@@ -1,0 +1,93 @@
+// `minfer serve`: an OpenAI-compatible HTTP server over one loaded model, as llama-server is.
+//   GET  /health, /v1/health          {"status": "ok"}
+//   GET  /v1/models, /models          the one model, OpenAI's list shape
+//   POST /v1/chat/completions         messages rendered with the chat template; stream: SSE
+//   POST /v1/completions              a raw prompt (text or token ids); stream: SSE
+//   POST /tokenize, /detokenize       llama-server's: {"content", "add_special"} <-> {"tokens"}
+// Errors are OpenAI's {"error": {"code", "message", "type"}}: 400 for a bad request (naming
+// the field, or the prompt that does not fit the context), 401 without the --api-key, 403 for a
+// foreign Host on a loopback server, 404, 413 above the body limit, 500 for the rest.
+//
+// One context serves every request, one request at a time (llama-server with one slot). It
+// keeps what the last request left in the KV cache: a request that starts with the same tokens
+// (the next turn of a chat, the same system prompt) prefills only what differs
+// (usage.prompt_tokens_details.cached_tokens says how much was reused). A streaming client
+// that goes away stops its generation at the next token.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/context.h"
+#include "runtime/sampler.h"
+#include "server/openai_api.h"
+
+namespace httplib {
+class Server;
+}
+namespace minfer::runtime {
+class Model;
+}
+
+namespace minfer::server {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0 = any free port
+  std::string model_name;             // "model" in responses and /v1/models
+  std::string api_key;                // empty: none asked
+  std::optional<std::string> chat_template;  // nullopt: the chat endpoint answers 400
+  runtime::ContextParams ctx;
+  runtime::SamplerParams sampling;    // what a request's missing fields take
+  std::optional<uint64_t> seed;       // for requests without one; nullopt: random per request
+  int64_t n_predict = -1;             // max_tokens when a request gives none (-1: no limit)
+  std::vector<std::string> stop;      // stop strings added to every request's
+  bool ignore_eos = false;            // for every request (a request can also ask for it)
+  std::string system;                 // a system message for chats that bring none
+  size_t max_body = 8u << 20;
+  std::function<void(const std::string&)> log;  // one line per request (stderr in the CLI)
+};
+
+class OpenAiServer {
+ public:
+  OpenAiServer(const runtime::Model& model, ServeOptions opts);
+  ~OpenAiServer();
+  OpenAiServer(const OpenAiServer&) = delete;
+  OpenAiServer& operator=(const OpenAiServer&) = delete;
+
+  int bind();     // returns the port; Error when the address cannot be bound
+  void listen();  // serves until stop()
+  void stop();    // also stops a generation in progress
+  std::string url() const;
+
+  // A request's prompt as tokens: chat messages through the template, text through the
+  // tokenizer (BOS as the model asks). Error (400) when it is empty, names a token outside the
+  // vocabulary, or leaves no room in the context for one generated token.
+  std::vector<int32_t> prompt_tokens(const CompletionRequest& r) const;
+  // Generates for `r` with the context (waiting for the one in progress); on_text gets the text
+  // as it comes and returns false to stop (a client that went away).
+  CompletionResult complete(const CompletionRequest& r, const std::vector<int32_t>& prompt,
+                            const std::function<bool(std::string_view)>& on_text);
+
+ private:
+  void setup_routes();
+
+  const runtime::Model& model_;
+  ServeOptions opts_;
+  std::unique_ptr<httplib::Server> http_;
+  int port_ = 0;
+  int64_t created_ = 0;  // load time, for /v1/models
+  std::mutex ctx_mu_;    // one generation at a time
+  std::unique_ptr<runtime::Context> ctx_;
+  std::vector<int32_t> cached_;  // the tokens whose KV entries the context holds, in order
+  std::atomic<bool> cancel_{false};
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace minfer::server

@@ -1,0 +1,214 @@
+// The OpenAI wire format: request bodies as the API reference writes them are taken, every
+// ill-formed or unsupported one is refused naming its field, and the response objects have the
+// reference's shapes (chat.completion, chat.completion.chunk, text_completion).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/error.h"
+#include "server/openai_api.h"
+
+using namespace minfer;
+using namespace minfer::server;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+std::string refusal(const std::string& body, ApiKind kind = ApiKind::Chat) {
+  try {
+    parse_completion_request(body, kind);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(OpenAiRequest, ChatRequestAsTheReferenceWritesIt) {
+  const auto r = parse_completion_request(R"({
+    "model": "gpt-4o", "user": "u1",
+    "messages": [
+      {"role": "system", "content": "Be brief."},
+      {"role": "user", "content": [{"type": "text", "text": "Hello"}, {"type": "text", "text": "there"}]},
+      {"role": "assistant", "content": null},
+      {"role": "user", "content": "Go", "name": "bob"}],
+    "max_completion_tokens": 7, "max_tokens": 99, "temperature": 0.5, "top_p": 0.9,
+    "frequency_penalty": 0.25, "presence_penalty": -0.5, "seed": 42, "stop": "END",
+    "stream": true, "stream_options": {"include_usage": true}, "n": 1, "logprobs": false,
+    "tools": [], "response_format": {"type": "text"}})",
+                                          ApiKind::Chat);
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_EQ(r.messages[1]["content"], "Hello\nthere");  // text parts joined as llama-server does
+  EXPECT_EQ(r.messages[2]["content"], "");
+  EXPECT_EQ(r.messages[3]["name"], "bob");  // other fields stay for the template
+  EXPECT_EQ(r.max_tokens, 7);               // the current name wins over the old one
+  EXPECT_FLOAT_EQ(*r.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(*r.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(*r.frequency_penalty, 0.25f);
+  EXPECT_FLOAT_EQ(*r.presence_penalty, -0.5f);
+  EXPECT_EQ(r.seed, 42u);
+  EXPECT_EQ(r.stop, std::vector<std::string>{"END"});
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_FALSE(r.top_k.has_value());
+}
+
+TEST(OpenAiRequest, CompletionPromptForms) {
+  auto r = parse_completion_request(R"({"prompt": "Once", "max_tokens": 5.0, "seed": -1,
+                                       "top_k": 20, "min_p": 0.1, "repeat_penalty": 1.1,
+                                       "repeat_last_n": -1, "ignore_eos": true,
+                                       "stop": ["a", "b"]})",
+                                    ApiKind::Completion);
+  EXPECT_EQ(r.prompt, "Once");
+  EXPECT_EQ(r.max_tokens, 5);
+  EXPECT_FALSE(r.seed.has_value());  // -1: random
+  EXPECT_EQ(r.top_k, 20);
+  EXPECT_EQ(r.repeat_last_n, -1);
+  EXPECT_TRUE(r.ignore_eos);
+  EXPECT_EQ(r.stop.size(), 2u);
+  r = parse_completion_request(R"({"prompt": ["Twice"]})", ApiKind::Completion);
+  EXPECT_EQ(r.prompt, "Twice");
+  r = parse_completion_request(R"({"prompt": [1, 403, 407], "n_predict": -1})", ApiKind::Completion);
+  EXPECT_EQ(r.prompt_tokens, (std::vector<int32_t>{1, 403, 407}));
+  EXPECT_EQ(r.max_tokens, -1);
+  // The completions API has no max_completion_tokens: it is ignored there like any unknown field.
+  r = parse_completion_request(R"({"prompt": "x", "max_completion_tokens": 3})", ApiKind::Completion);
+  EXPECT_FALSE(r.max_tokens.has_value());
+  r = parse_completion_request(R"({"prompt": "x", "seed": 18446744073709551615})", ApiKind::Completion);
+  EXPECT_EQ(r.seed, 18446744073709551615ull);
+}
+
+TEST(OpenAiRequest, BadOrUnsupportedFieldsAreRefusedByName) {
+  const std::pair<const char*, const char*> chat[] = {
+      {R"({"messages": )", "not valid JSON"},
+      {R"([1, 2])", "JSON object"},
+      {R"({})", "'messages' is required"},
+      {R"({"messages": []})", "non-empty array"},
+      {R"({"messages": ["hi"]})", "messages[0] must be an object"},
+      {R"({"messages": [{"content": "x"}]})", "messages[0] needs a string 'role'"},
+      {R"({"messages": [{"role": "user"}]})", "messages[0] needs a 'content'"},
+      {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content must be"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})",
+       "'image_url' parts are not supported"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "text"}]}]})", "needs a string 'text'"},
+      {R"({"messages": [{"role": "assistant", "content": "", "tool_calls": [{}]}]})", "tool calls"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", "'n' must be 1"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})", "'logprobs'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})", "'top_logprobs'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})", "'tools'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})",
+       "'response_format'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"})", "'temperature' must be a number"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1})", "'max_tokens' must be in"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": 1.5})",
+       "'max_completion_tokens' must be an integer"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "seed": -2})", "'seed'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "seed": 1.5})", "'seed'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": [1]})", "'stop' must be"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": ""})", "must not be empty"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "'stream' must be true or false"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream_options": 3})", "'stream_options'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_k": 1e40})", "'top_k'"},
+  };
+  for (const auto& [body, want] : chat) {
+    const std::string got = refusal(body, ApiKind::Chat);
+    EXPECT_NE(got.find(want), std::string::npos) << body << "\n  gave: " << got;
+  }
+  const std::pair<const char*, const char*> completion[] = {
+      {R"({})", "'prompt' is required"},
+      {R"({"prompt": ""})", "'prompt' is empty"},
+      {R"({"prompt": 7})", "'prompt' must be"},
+      {R"({"prompt": ["a", "b"]})", "several prompts"},
+      {R"({"prompt": [1, -1]})", "non-negative integers"},
+      {R"({"prompt": "x", "echo": true})", "'echo'"},
+      {R"({"prompt": "x", "suffix": "y"})", "'suffix'"},
+      {R"({"prompt": "x", "best_of": 2})", "'best_of'"},
+      {R"({"prompt": "x", "logprobs": 2})", "'logprobs'"},
+      {R"({"prompt": "x", "n_predict": -2})", "'n_predict' must be in"},
+  };
+  for (const auto& [body, want] : completion) {
+    const std::string got = refusal(body, ApiKind::Completion);
+    EXPECT_NE(got.find(want), std::string::npos) << body << "\n  gave: " << got;
+  }
+}
+
+TEST(OpenAiRequest, SamplerParamsOverTheServerDefaults) {
+  runtime::SamplerParams d;
+  d.temp = 0.8f;
+  d.top_k = 40;
+  d.min_p = 0.05f;
+  auto r = parse_completion_request(R"({"prompt": "x", "temperature": 0, "top_k": 5})", ApiKind::Completion);
+  auto p = sampler_params(r, d, 1234);
+  EXPECT_EQ(p.temp, 0.0f);
+  EXPECT_EQ(p.top_k, 5);
+  EXPECT_FLOAT_EQ(p.min_p, 0.05f);  // untouched
+  EXPECT_EQ(p.seed, 1234u);         // no seed in the request: the one given
+  r = parse_completion_request(R"({"prompt": "x", "seed": 7})", ApiKind::Completion);
+  EXPECT_EQ(sampler_params(r, d, 1234).seed, 7u);
+  r = parse_completion_request(R"({"prompt": "x", "temperature": -1})", ApiKind::Completion);
+  EXPECT_THROW(sampler_params(r, d, 0), Error);
+  r = parse_completion_request(R"({"prompt": "x", "top_p": 1.5})", ApiKind::Completion);
+  EXPECT_THROW(sampler_params(r, d, 0), Error);
+}
+
+TEST(OpenAiResponse, ShapesOfTheReference) {
+  const ResponseHead h{"chatcmpl-abc", 1700000000, "m.gguf"};
+  CompletionResult r;
+  r.text = "Hi!";
+  r.finish_reason = "stop";
+  r.prompt_tokens = 9;
+  r.cached_tokens = 4;
+  r.prompt_evaluated = 5;
+  r.completion_tokens = 3;
+  r.prompt_ms = 10;
+  r.predicted_ms = 30;
+
+  json c = completion_response(ApiKind::Chat, h, r);
+  EXPECT_EQ(c["id"], "chatcmpl-abc");
+  EXPECT_EQ(c["object"], "chat.completion");
+  EXPECT_EQ(c["created"], 1700000000);
+  EXPECT_EQ(c["model"], "m.gguf");
+  EXPECT_EQ(c["choices"][0]["index"], 0);
+  EXPECT_EQ(c["choices"][0]["message"], (json{{"role", "assistant"}, {"content", "Hi!"}}));
+  EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(c["usage"]["prompt_tokens"], 9);
+  EXPECT_EQ(c["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(c["usage"]["total_tokens"], 12);
+  EXPECT_EQ(c["usage"]["prompt_tokens_details"]["cached_tokens"], 4);
+  EXPECT_EQ(c["timings"]["prompt_n"], 5);
+  EXPECT_DOUBLE_EQ(c["timings"]["prompt_per_second"].get<double>(), 500.0);
+  EXPECT_DOUBLE_EQ(c["timings"]["predicted_per_token_ms"].get<double>(), 10.0);
+
+  json t = completion_response(ApiKind::Completion, h, r);
+  EXPECT_EQ(t["object"], "text_completion");
+  EXPECT_EQ(t["choices"][0]["text"], "Hi!");
+  EXPECT_TRUE(t["choices"][0]["logprobs"].is_null());
+  EXPECT_FALSE(t["choices"][0].contains("message"));
+
+  json first = completion_chunk(ApiKind::Chat, h, "", true, nullptr);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"], (json{{"role", "assistant"}, {"content", ""}}));
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  json mid = completion_chunk(ApiKind::Chat, h, "lo", false, nullptr);
+  EXPECT_EQ(mid["choices"][0]["delta"], (json{{"content", "lo"}}));
+  const std::string why = "length";
+  json last = completion_chunk(ApiKind::Chat, h, "", false, &why);
+  EXPECT_EQ(last["choices"][0]["delta"], json::object());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  json tc = completion_chunk(ApiKind::Completion, h, "lo", false, nullptr);
+  EXPECT_EQ(tc["object"], "text_completion");
+  EXPECT_EQ(tc["choices"][0]["text"], "lo");
+  json u = usage_chunk(ApiKind::Chat, h, r);
+  EXPECT_TRUE(u["choices"].is_array() && u["choices"].empty());
+  EXPECT_EQ(u["usage"]["total_tokens"], 12);
+
+  EXPECT_EQ(sse_data(json{{"a", 1}}), "data: {\"a\":1}\n\n");
+  // A model can emit bytes that are not UTF-8: they reach the client as U+FFFD, not as a throw.
+  EXPECT_EQ(sse_data(json{{"a", std::string("x\xff")}}), "data: {\"a\":\"x\xef\xbf\xbd\"}\n\n");
+  json e = error_body(400, "bad 'n'");
+  EXPECT_EQ(e["error"]["code"], 400);
+  EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(e["error"]["message"], "bad 'n'");
+  EXPECT_EQ(error_body(401, "")["error"]["type"], "authentication_error");
+}
