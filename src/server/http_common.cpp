@@ -22,6 +22,16 @@ std::string http_url(const std::string& host, int port) {
   return fmt::format("http://{}{}{}:{}/", v6 ? "[" : "", host, v6 ? "]" : "", port);
 }
 
+std::string exception_message(std::exception_ptr ep) {
+  try {
+    std::rethrow_exception(ep);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+  }
+  return "internal error";
+}
+
 bool host_header_allowed(const std::string& bind_host, const httplib::Request& req) {
   if (bind_host != "127.0.0.1" && bind_host != "localhost" && bind_host != "::1") return true;
   std::string host = req.get_header_value("Host");

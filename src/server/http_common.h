@@ -1,6 +1,7 @@
 // What minfer's two HTTP servers (`minfer viz`, `minfer serve`) share: binding with a clear
 // error, the base URL, and the DNS-rebinding guard of a server bound to a loopback address.
 #pragma once
+#include <exception>
 #include <string>
 
 namespace httplib {
@@ -16,6 +17,9 @@ int bind_http(httplib::Server& s, const std::string& host, int port, const char*
 
 // "http://HOST:PORT/" ([HOST] for IPv6).
 std::string http_url(const std::string& host, int port);
+
+// What a handler threw, for a 500 response ("internal error" for a non-std exception).
+std::string exception_message(std::exception_ptr ep);
 
 // On a loopback address a request must also name a loopback host: a web page elsewhere that
 // rebinds its DNS name to 127.0.0.1 cannot then drive the server from a browser. True when

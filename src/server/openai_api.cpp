@@ -139,7 +139,7 @@ void refuse_unsupported(const json& body, ApiKind kind) {
 
 }  // namespace
 
-CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) {
+json parse_json_object(std::string_view body) {
   json j;
   try {
     j = json::parse(body);
@@ -147,6 +147,11 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) 
     fail("the request body is not valid JSON ({})", e.what());
   }
   if (!j.is_object()) fail("the request body must be a JSON object");
+  return j;
+}
+
+CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) {
+  const json j = parse_json_object(body);
   refuse_unsupported(j, kind);
 
   CompletionRequest r;

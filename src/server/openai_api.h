@@ -43,6 +43,9 @@ struct CompletionRequest {
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
 };
 
+// A request body that must be a JSON object: Error when it is not JSON, or not an object.
+nlohmann::ordered_json parse_json_object(std::string_view body);
+
 // minfer::Error naming the field: not JSON, not an object, a missing or ill-typed field, a
 // value out of range, a feature minfer does not have.
 CompletionRequest parse_completion_request(std::string_view body, ApiKind kind);

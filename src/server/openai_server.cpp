@@ -45,17 +45,6 @@ const char* finish_reason(runtime::StopReason r) {
   }
 }
 
-json parse_object(const std::string& body) {
-  json j;
-  try {
-    j = json::parse(body);
-  } catch (const json::exception& e) {
-    fail("the request body is not valid JSON ({})", e.what());
-  }
-  if (!j.is_object()) fail("the request body must be a JSON object");
-  return j;
-}
-
 }  // namespace
 
 OpenAiServer::OpenAiServer(const runtime::Model& model, ServeOptions opts)
@@ -254,7 +243,7 @@ void OpenAiServer::setup_routes() {
 
   s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
-      const json j = parse_object(req.body);
+      const json j = parse_json_object(req.body);
       if (!j.contains("content") || !j["content"].is_string()) fail("'content' must be a string");
       bool add_special = false;
       if (j.contains("add_special")) {
@@ -270,7 +259,7 @@ void OpenAiServer::setup_routes() {
   });
   s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {
-      const json j = parse_object(req.body);
+      const json j = parse_json_object(req.body);
       if (!j.contains("tokens") || !j["tokens"].is_array()) fail("'tokens' must be an array of token ids");
       std::vector<int32_t> ids;
       for (const json& t : j["tokens"]) {
@@ -292,14 +281,7 @@ void OpenAiServer::setup_routes() {
                                                     : fmt::format("HTTP status {}", res.status));
   });
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string msg = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      msg = e.what();
-    } catch (...) {
-    }
-    send_error(res, 500, msg);
+    send_error(res, 500, exception_message(ep));
   });
 }
 

@@ -387,14 +387,7 @@ void VizServer::setup_routes() {
   });
 
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string msg = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      msg = e.what();
-    } catch (...) {
-    }
-    send_error(res, 500, msg);
+    send_error(res, 500, exception_message(ep));
   });
 }
 
