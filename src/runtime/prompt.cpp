@@ -7,7 +7,8 @@
 namespace minfer::runtime {
 
 std::string render_chat(const Model& m, const std::string& tmpl,
-                        const nlohmann::ordered_json& messages, bool add_generation_prompt) {
+                        const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                        const nlohmann::ordered_json& extra_vars) {
   const auto& tok = m.tokenizer();
   const std::string bos = tok.bos() >= 0 ? tok.token_text(tok.bos()) : std::string();
   const std::string eos = tok.eos() >= 0 ? tok.token_text(tok.eos()) : std::string();
@@ -15,7 +16,7 @@ std::string render_chat(const Model& m, const std::string& tmpl,
   // take: such bytes become U+FFFD (a JSON round trip with the replacing error handler).
   using json = nlohmann::ordered_json;
   const json clean = json::parse(messages.dump(-1, ' ', false, json::error_handler_t::replace));
-  return chat::apply_template(tmpl, clean, add_generation_prompt, bos, eos);
+  return chat::apply_template(tmpl, clean, add_generation_prompt, bos, eos, extra_vars);
 }
 
 std::vector<int32_t> tokenize_prompt(const Model& m, const std::string& text, bool allow_bos) {

@@ -11,9 +11,11 @@ namespace minfer::runtime {
 class Model;
 
 // Renders `messages` (an array of {"role", "content", ...}) with template source `tmpl`;
-// invalid UTF-8 in them becomes U+FFFD.
+// invalid UTF-8 in them becomes U+FFFD. extra_vars (an object, or null) adds template variables
+// such as enable_thinking.
 std::string render_chat(const Model& m, const std::string& tmpl,
-                        const nlohmann::ordered_json& messages, bool add_generation_prompt);
+                        const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                        const nlohmann::ordered_json& extra_vars = nullptr);
 
 // llama_tokenize with the model's add_bos and special tokens parsed. A BOS already written by
 // the template is not doubled; allow_bos = false for text that continues a cached prefix.

@@ -156,8 +156,15 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) 
 
   CompletionRequest r;
   r.kind = kind;
-  if (kind == ApiKind::Chat) r.messages = parse_messages(j);
-  else parse_prompt(j, r);
+  if (kind == ApiKind::Chat) {
+    r.messages = parse_messages(j);
+    if (present(j, "chat_template_kwargs")) {
+      if (!j["chat_template_kwargs"].is_object()) fail("'chat_template_kwargs' must be an object");
+      r.template_kwargs = j["chat_template_kwargs"];
+    }
+  } else {
+    parse_prompt(j, r);
+  }
 
   constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
   // max_completion_tokens is the chat API's current name, max_tokens the older one,

@@ -5,7 +5,7 @@
 //
 // Request fields taken (OpenAI's names, plus llama-server's extensions in brackets):
 //   chat:        messages (role + content: a string, null, or text parts), max_tokens,
-//                max_completion_tokens
+//                max_completion_tokens [chat_template_kwargs, e.g. {"enable_thinking": false}]
 //   completions: prompt (a string, a one-string array, or an array of token ids), max_tokens
 //   both:        temperature, top_p, frequency_penalty, presence_penalty, seed, stop, stream,
 //                stream_options.include_usage, n (only 1) [top_k, min_p, repeat_penalty,
@@ -30,6 +30,7 @@ enum class ApiKind { Chat, Completion };
 struct CompletionRequest {
   ApiKind kind = ApiKind::Chat;
   nlohmann::ordered_json messages;     // chat: each message's content made a string
+  nlohmann::ordered_json template_kwargs;  // chat: extra template variables, or null
   std::string prompt;                  // completion, as text
   std::vector<int32_t> prompt_tokens;  // completion, as token ids (then prompt is empty)
   std::optional<int64_t> max_tokens;   // -1: until end of generation or a full context

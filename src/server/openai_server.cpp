@@ -81,7 +81,8 @@ std::vector<int32_t> OpenAiServer::prompt_tokens(const CompletionRequest& r) con
     if (!opts_.system.empty() && (messages.empty() || messages[0]["role"] != "system"))
       messages.insert(messages.begin(), json{{"role", "system"}, {"content", opts_.system}});
     tokens = runtime::tokenize_prompt(model_, runtime::render_chat(model_, *opts_.chat_template,
-                                                                   messages, true));
+                                                                   messages, true,
+                                                                   r.template_kwargs));
   } else if (!r.prompt_tokens.empty()) {
     tokens = r.prompt_tokens;
     for (int32_t t : tokens)

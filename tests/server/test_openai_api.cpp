@@ -36,7 +36,8 @@ TEST(OpenAiRequest, ChatRequestAsTheReferenceWritesIt) {
     "max_completion_tokens": 7, "max_tokens": 99, "temperature": 0.5, "top_p": 0.9,
     "frequency_penalty": 0.25, "presence_penalty": -0.5, "seed": 42, "stop": "END",
     "stream": true, "stream_options": {"include_usage": true}, "n": 1, "logprobs": false,
-    "tools": [], "response_format": {"type": "text"}})",
+    "tools": [], "response_format": {"type": "text"},
+    "chat_template_kwargs": {"enable_thinking": false}})",
                                           ApiKind::Chat);
   ASSERT_EQ(r.messages.size(), 4u);
   EXPECT_EQ(r.messages[1]["content"], "Hello\nthere");  // text parts joined as llama-server does
@@ -52,6 +53,7 @@ TEST(OpenAiRequest, ChatRequestAsTheReferenceWritesIt) {
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
   EXPECT_FALSE(r.top_k.has_value());
+  EXPECT_EQ(r.template_kwargs, (json{{"enable_thinking", false}}));
 }
 
 TEST(OpenAiRequest, CompletionPromptForms) {
@@ -110,6 +112,8 @@ TEST(OpenAiRequest, BadOrUnsupportedFieldsAreRefusedByName) {
       {R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "'stream' must be true or false"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stream_options": 3})", "'stream_options'"},
       {R"({"messages": [{"role": "user", "content": "x"}], "top_k": 1e40})", "'top_k'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": [1]})",
+       "'chat_template_kwargs' must be an object"},
   };
   for (const auto& [body, want] : chat) {
     const std::string got = refusal(body, ApiKind::Chat);

@@ -198,6 +198,16 @@ TEST(OpenAiServer, ChatRendersTheTemplateAndReusesTheCache) {
   EXPECT_TRUE(usage["choices"].empty());
   EXPECT_EQ(usage["usage"]["completion_tokens"], 32);
 
+  // chat_template_kwargs reach the template: Qwen3's enable_thinking = false writes an empty
+  // think block after the assistant header, as Hugging Face's rendering does.
+  json no_think = body;
+  no_think["max_tokens"] = 1;
+  no_think["chat_template_kwargs"] = {{"enable_thinking", false}};
+  const json with_block = post(cli, "/tokenize",
+                               {{"content", golden["prompt_text"].get<std::string>() + "<think>\n\n</think>\n\n"}});
+  EXPECT_EQ(post(cli, "/v1/chat/completions", no_think)["usage"]["prompt_tokens"], with_block["tokens"].size());
+  EXPECT_GT(with_block["tokens"].size(), golden["prompt_ids"].size());
+
   // Seeded sampling is repeatable.
   json seeded = body;
   seeded["temperature"] = 1.0;
