@@ -274,6 +274,11 @@ void OpenAiServer::setup_routes() {
     }
   });
 
+  // Refused requests get a line too (generations log their own when they end).
+  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    if (res.status >= 400 && opts_.log) opts_.log(fmt::format("{} {}: {} {}", req.method, req.path, res.status, res.body));
+  });
+
   // httplib's own errors (404, 413, ...) get OpenAI's error body too.
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
