@@ -135,6 +135,24 @@ TEST(OpenAiServer, GreedyCompletionsReproduceLlamaCpp) {
   json plain = penalized;
   plain.erase("repeat_penalty");
   EXPECT_NE(post(cli, "/v1/completions", plain)["choices"][0]["text"], p1["choices"][0]["text"]);
+
+  // Requests that arrive together are served one after the other, each as if alone.
+  std::vector<std::string> texts(golden["cases"].size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < texts.size(); ++i)
+    clients.emplace_back([&, i] {
+      httplib::Client own("127.0.0.1", r->port);
+      const json body = {{"prompt", golden["cases"][i]["prompt_text"]}, {"max_tokens", 64},
+                         {"temperature", 0}, {"ignore_eos", true}};
+      if (auto res = own.Post("/v1/completions", body.dump(), "application/json"); res && res->status == 200)
+        texts[i] = json::parse(res->body)["choices"][0]["text"];
+    });
+  for (auto& t : clients) t.join();
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::string want = golden["cases"][i]["greedy"]["text"];
+    if (texts[i].starts_with(' ') && !want.starts_with(' ')) texts[i].erase(0, 1);
+    EXPECT_EQ(texts[i], want) << "concurrent request " << i;
+  }
 }
 
 TEST(OpenAiServer, ChatRendersTheTemplateAndReusesTheCache) {
