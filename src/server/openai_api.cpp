@@ -32,9 +32,11 @@ std::optional<int64_t> integer_field(const json& j, const char* key, int64_t lo,
     return int64_t(d);
   }
   if (!v.is_number_integer()) fail("'{}' must be an integer", key);
-  if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(hi)
-                             : (v.get<int64_t>() < lo || v.get<int64_t>() > hi))
-    fail("'{}' must be in [{}, {}]", key, lo, hi);
+  // JSON's non-negative integers parse as unsigned: compare them as such (2^64 - 1 is no -1).
+  const bool in_range = v.is_number_unsigned()
+                            ? v.get<uint64_t>() <= uint64_t(hi) && (lo <= 0 || v.get<uint64_t>() >= uint64_t(lo))
+                            : v.get<int64_t>() >= lo && v.get<int64_t>() <= hi;
+  if (!in_range) fail("'{}' must be in [{}, {}]", key, lo, hi);
   return v.get<int64_t>();
 }
 

@@ -130,6 +130,8 @@ TEST(OpenAiRequest, BadOrUnsupportedFieldsAreRefusedByName) {
       {R"({"prompt": "x", "best_of": 2})", "'best_of'"},
       {R"({"prompt": "x", "logprobs": 2})", "'logprobs'"},
       {R"({"prompt": "x", "n_predict": -2})", "'n_predict' must be in"},
+      {R"({"prompt": "x", "max_tokens": 18446744073709551615})", "'max_tokens' must be in"},
+      {R"({"prompt": "x", "n": 0})", "'n' must be in"},
   };
   for (const auto& [body, want] : completion) {
     const std::string got = refusal(body, ApiKind::Completion);
