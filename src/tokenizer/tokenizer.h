@@ -91,6 +91,9 @@ class Tokenizer {
 
 // Streaming detokenizer: never emits half a UTF-8 character; the held-back bytes come out
 // with the next piece that completes them, or from flush().
+// How many bytes at the end of s begin a UTF-8 character that is not complete yet (0-3).
+size_t incomplete_utf8_tail(std::string_view s);
+
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tok, bool render_special = true);
