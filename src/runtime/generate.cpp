@@ -71,7 +71,9 @@ GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sample
       res.reason = StopReason::Interrupted;
       break;
     }
-    const int32_t id = sampler.sample(logits.subspan(logits.size() - size_t(n_vocab)));
+    const auto row = logits.subspan(logits.size() - size_t(n_vocab));
+    const int32_t id = sampler.sample(row);
+    if (opts.on_sample) opts.on_sample(id, row);
     sampler.accept(id);
     res.tokens.push_back(id);
     if (!opts.ignore_eog && tok.is_eog(id)) {

@@ -33,6 +33,8 @@ struct GenerateOptions {
   int64_t n_batch = 512;               // prompt tokens per decode call
   std::function<void(double)> prefill_progress;  // 0..1 over the prompt
   const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT) to stop early
+  // Each sampled token with the logits row it was drawn from (for log-probabilities).
+  std::function<void(int32_t, std::span<const float>)> on_sample;
 };
 
 struct GenerateResult {

@@ -88,6 +88,23 @@ json parse_messages(const json& body) {
   return out;
 }
 
+// Chat: logprobs (true/false) and top_logprobs (llama-server's default 20). Completions: logprobs
+// as the number of top entries (0 = off), or llama-server's n_probs.
+void parse_logprobs(const json& body, CompletionRequest& r) {
+  constexpr int64_t kMaxTop = 100;
+  if (r.kind == ApiKind::Chat) {
+    r.logprobs = bool_field(body, "logprobs");
+    const auto top = integer_field(body, "top_logprobs", 0, kMaxTop);
+    if (top && !r.logprobs) fail("'top_logprobs' needs 'logprobs': true");
+    r.top_logprobs = int32_t(top.value_or(20));
+  } else {
+    const char* key = present(body, "logprobs") ? "logprobs" : "n_probs";
+    const auto n = integer_field(body, key, 0, kMaxTop);
+    r.logprobs = n.value_or(0) > 0;
+    r.top_logprobs = int32_t(n.value_or(0));
+  }
+}
+
 void parse_prompt(const json& body, CompletionRequest& r) {
   if (!present(body, "prompt")) fail("'prompt' is required");
   const json& p = body["prompt"];
@@ -114,14 +131,6 @@ void parse_prompt(const json& body, CompletionRequest& r) {
 void refuse_unsupported(const json& body, ApiKind kind) {
   if (const auto n = integer_field(body, "n", 1, 1 << 20); n && *n != 1)
     fail("'n' must be 1: one choice per request");
-  if (present(body, "logprobs")) {
-    const json& v = body["logprobs"];
-    if (!(v.is_boolean() && !v.get<bool>()) && !(v.is_number_integer() && v.get<int64_t>() == 0))
-      fail("'logprobs' is not supported");
-  }
-  if (present(body, "top_logprobs") && !(body["top_logprobs"].is_number_integer() &&
-                                         body["top_logprobs"].get<int64_t>() == 0))
-    fail("'top_logprobs' is not supported");
   for (const char* key : {"tools", "functions"})
     if (present(body, key) && !(body[key].is_array() && body[key].empty()))
       fail("'{}' is not supported: minfer does not call tools", key);
@@ -207,6 +216,7 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) 
       if (x.empty()) fail("'stop' strings must not be empty");
   }
   r.ignore_eos = bool_field(j, "ignore_eos");
+  parse_logprobs(j, r);
   r.stream = bool_field(j, "stream");
   if (present(j, "stream_options")) {
     const json& o = j["stream_options"];
@@ -266,12 +276,9 @@ json head_json(ApiKind kind, const ResponseHead& h, bool chunk) {
 json completion_response(ApiKind kind, const ResponseHead& h, const CompletionResult& r) {
   json out = head_json(kind, h, false);
   json choice = {{"index", 0}};
-  if (kind == ApiKind::Chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", r.text}};
-  } else {
-    choice["text"] = r.text;
-    choice["logprobs"] = nullptr;
-  }
+  if (kind == ApiKind::Chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+  else choice["text"] = r.text;
+  choice["logprobs"] = r.has_logprobs ? logprobs_json(r.logprobs) : json(nullptr);
   choice["finish_reason"] = r.finish_reason;
   out["choices"] = json::array({choice});
   out["usage"] = usage_json(r);
@@ -280,7 +287,8 @@ json completion_response(ApiKind kind, const ResponseHead& h, const CompletionRe
 }
 
 json completion_chunk(ApiKind kind, const ResponseHead& h, std::string_view text, bool first,
-                      const std::string* finish_reason) {
+                      const std::string* finish_reason,
+                      std::optional<std::span<const SampledLogprobs>> logprobs) {
   json out = head_json(kind, h, true);
   json choice = {{"index", 0}};
   if (kind == ApiKind::Chat) {
@@ -290,11 +298,35 @@ json completion_chunk(ApiKind kind, const ResponseHead& h, std::string_view text
     choice["delta"] = std::move(delta);
   } else {
     choice["text"] = std::string(text);
-    choice["logprobs"] = nullptr;
   }
+  choice["logprobs"] = logprobs ? logprobs_json(*logprobs) : json(nullptr);
   choice["finish_reason"] = finish_reason ? json(*finish_reason) : json(nullptr);
   out["choices"] = json::array({choice});
   return out;
+}
+
+namespace {
+
+json logprob_entry(const LogprobEntry& t) {
+  std::vector<int> bytes;
+  for (char c : t.bytes) bytes.push_back(int(uint8_t(c)));
+  // -inf (a token the model rules out) has no JSON form: the lowest float, as llama-server.
+  const double lp = std::isfinite(t.logprob) ? t.logprob : double(std::numeric_limits<float>::lowest());
+  return json{{"id", t.id}, {"token", t.text}, {"bytes", bytes}, {"logprob", lp}};
+}
+
+}  // namespace
+
+json logprobs_json(std::span<const SampledLogprobs> tokens) {
+  json content = json::array();
+  for (const SampledLogprobs& s : tokens) {
+    json e = logprob_entry(s.sampled);
+    json top = json::array();
+    for (const LogprobEntry& t : s.top) top.push_back(logprob_entry(t));
+    e["top_logprobs"] = std::move(top);
+    content.push_back(std::move(e));
+  }
+  return json{{"content", std::move(content)}};
 }
 
 json usage_chunk(ApiKind kind, const ResponseHead& h, const CompletionResult& r) {

@@ -9,14 +9,17 @@
 //   completions: prompt (a string, a one-string array, or an array of token ids), max_tokens
 //   both:        temperature, top_p, frequency_penalty, presence_penalty, seed, stop, stream,
 //                stream_options.include_usage, n (only 1) [top_k, min_p, repeat_penalty,
-//                repeat_last_n, n_predict, ignore_eos]
-// Fields asking for what minfer does not do (n > 1, logprobs, tools, a JSON response_format,
-// echo, suffix, best_of > 1, non-text content parts) are refused with a message naming them;
+//                repeat_last_n, n_predict, ignore_eos, n_probs]
+//   log-probabilities: chat logprobs: true + top_logprobs (default 20, as llama-server);
+//                completions logprobs: N (or n_probs); returned in llama-server's shape
+// Fields asking for what minfer does not do (n > 1, tools, a JSON response_format, echo,
+// suffix, best_of > 1, non-text content parts) are refused with a message naming them;
 // other fields (model, user, metadata, ...) are ignored, as llama-server does.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +43,8 @@ struct CompletionRequest {
   std::optional<uint64_t> seed;  // absent (or -1 in the request): a random seed
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  bool logprobs = false;  // each generated token's log-probability
+  int32_t top_logprobs = 0;  // and the most probable this many at its position
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
 };
@@ -56,6 +61,22 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind);
 runtime::SamplerParams sampler_params(const CompletionRequest& r, runtime::SamplerParams defaults,
                                       uint64_t random_seed);
 
+// A token's log-probability (from the softmax of the raw logits, as llama-server's default).
+struct LogprobEntry {
+  int32_t id = 0;
+  std::string bytes;  // the token's piece as the tokenizer gives it (may end inside a character)
+  std::string text;   // its complete UTF-8 characters
+  double logprob = 0;
+};
+struct SampledLogprobs {
+  LogprobEntry sampled;
+  std::vector<LogprobEntry> top;  // most probable first
+};
+
+// {"content": [{"id", "token", "bytes", "logprob", "top_logprobs": [{"id", "token", "bytes",
+// "logprob"}]}]}: OpenAI's chat shape with llama-server's ids, for both endpoints as llama-server.
+nlohmann::ordered_json logprobs_json(std::span<const SampledLogprobs> tokens);
+
 // What one generation produced, for the response objects.
 struct CompletionResult {
   std::string text;
@@ -65,6 +86,8 @@ struct CompletionResult {
   int64_t completion_tokens = 0;
   int64_t prompt_evaluated = 0;  // prompt tokens run through the model (the rest was cached)
   double prompt_ms = 0, predicted_ms = 0;
+  bool has_logprobs = false;  // asked for: then one entry per generated token (an ending EOG aside)
+  std::vector<SampledLogprobs> logprobs;
 };
 
 // llama-server's "timings" object: prompt and generation counts, times and rates.
@@ -80,9 +103,11 @@ struct ResponseHead {
 nlohmann::ordered_json completion_response(ApiKind kind, const ResponseHead& h,
                                            const CompletionResult& r);
 // One streamed chunk: the first chat chunk carries the role, later ones text; the last one
-// (finish_reason set, text empty) closes the choice.
+// (finish_reason set, text empty) closes the choice. `logprobs`: the entries of the tokens
+// sampled since the previous chunk (none: not asked, "logprobs": null).
 nlohmann::ordered_json completion_chunk(ApiKind kind, const ResponseHead& h, std::string_view text,
-                                        bool first, const std::string* finish_reason);
+                                        bool first, const std::string* finish_reason,
+                                        std::optional<std::span<const SampledLogprobs>> logprobs = {});
 // stream_options.include_usage's final chunk: no choices, the usage.
 nlohmann::ordered_json usage_chunk(ApiKind kind, const ResponseHead& h, const CompletionResult& r);
 

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "runtime/generate.h"
+#include "runtime/logprobs.h"
 #include "runtime/model.h"
 #include "runtime/prompt.h"
 #include "server/http_common.h"
@@ -99,8 +100,7 @@ std::vector<int32_t> OpenAiServer::prompt_tokens(const CompletionRequest& r) con
 }
 
 CompletionResult OpenAiServer::complete(const CompletionRequest& r,
-                                        const std::vector<int32_t>& prompt,
-                                        const std::function<bool(std::string_view)>& on_text) {
+                                        const std::vector<int32_t>& prompt, const TextSink& on_text) {
   std::lock_guard lk(ctx_mu_);
   cancel_ = stopping_.load();
   runtime::Sampler sampler(sampler_params(r, opts_.sampling,
@@ -121,11 +121,31 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   go.stop.insert(go.stop.end(), r.stop.begin(), r.stop.end());
   go.ignore_eog = r.ignore_eos || opts_.ignore_eos;
   go.interrupt = &cancel_;
+  CompletionResult out;
+  out.has_logprobs = r.logprobs;
+  const tok::Tokenizer& tok = model_.tokenizer();
+  if (r.logprobs) {
+    go.on_sample = [&](int32_t id, std::span<const float> logits) {
+      if (!go.ignore_eog && tok.is_eog(id)) return;  // the token that ends the reply is not in it
+      const std::vector<double> lp = runtime::log_softmax(logits);
+      auto entry = [&](int32_t t, double logprob) {
+        LogprobEntry e{t, tok.token_to_piece(t, true), {}, logprob};
+        e.text = e.bytes.substr(0, e.bytes.size() - tok::incomplete_utf8_tail(e.bytes));
+        return e;
+      };
+      SampledLogprobs s{entry(id, lp[size_t(id)]), {}};
+      for (const runtime::TokenLogprob& t : runtime::top_logprobs(lp, size_t(r.top_logprobs)))
+        s.top.push_back(entry(t.id, t.logprob));
+      out.logprobs.push_back(std::move(s));
+    };
+  }
+  size_t sent = 0;  // log-probability entries already passed to on_text
   runtime::GenerateResult g;
   try {
-    g = runtime::generate(*ctx_, model_.tokenizer(), sampler,
-                          std::span(prompt).subspan(common), go, [&](std::string_view s) {
-                            if (on_text && !on_text(s)) cancel_ = true;
+    g = runtime::generate(*ctx_, tok, sampler, std::span(prompt).subspan(common), go,
+                          [&](std::string_view s) {
+                            if (on_text && !on_text(s, std::span(out.logprobs).subspan(sent))) cancel_ = true;
+                            sent = out.logprobs.size();
                           });
   } catch (...) {
     // Whatever the context holds now is unknown: start the next request afresh.
@@ -136,7 +156,6 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   cached_ = prompt;
   cached_.insert(cached_.end(), g.tokens.begin(), g.tokens.begin() + g.n_tokens_in_kv);
 
-  CompletionResult out;
   out.text = std::move(g.text);
   out.finish_reason = finish_reason(g.reason);
   out.prompt_tokens = int64_t(prompt.size());
@@ -222,10 +241,15 @@ void OpenAiServer::setup_routes() {
             // OpenAI's first chat chunk names the role; the text follows in later ones.
             if (r->kind == ApiKind::Chat) send(completion_chunk(r->kind, head, "", true, nullptr));
             try {
-              const CompletionResult out = complete(*r, *prompt, [&](std::string_view text) {
-                return send(completion_chunk(r->kind, head, text, false, nullptr));
-              });
-              send(completion_chunk(r->kind, head, "", false, &out.finish_reason));
+              size_t sent = 0;  // log-probability entries sent
+              const CompletionResult out =
+                  complete(*r, *prompt, [&](std::string_view text, std::span<const SampledLogprobs> lp) {
+                    sent += lp.size();
+                    return send(completion_chunk(r->kind, head, text, false, nullptr, r->logprobs ? std::optional(lp) : std::nullopt));
+                  });
+              const std::span<const SampledLogprobs> rest = std::span(out.logprobs).subspan(sent);
+              send(completion_chunk(r->kind, head, "", false, &out.finish_reason,
+                                    r->logprobs ? std::optional(rest) : std::nullopt));
               if (r->include_usage) send(usage_chunk(r->kind, head, out));
               const std::string done = "data: [DONE]\n\n";
               sink.write(done.data(), done.size());

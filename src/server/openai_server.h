@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,9 +72,11 @@ class OpenAiServer {
   // vocabulary, or leaves no room in the context for one generated token.
   std::vector<int32_t> prompt_tokens(const CompletionRequest& r) const;
   // Generates for `r` with the context (waiting for the one in progress); on_text gets the text
-  // as it comes and returns false to stop (a client that went away).
+  // as it comes, with the log-probabilities of the tokens sampled since its previous call (when
+  // asked), and returns false to stop (a client that went away).
+  using TextSink = std::function<bool(std::string_view, std::span<const SampledLogprobs>)>;
   CompletionResult complete(const CompletionRequest& r, const std::vector<int32_t>& prompt,
-                            const std::function<bool(std::string_view)>& on_text);
+                            const TextSink& on_text);
 
  private:
   void setup_routes();

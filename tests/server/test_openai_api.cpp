@@ -3,6 +3,7 @@
 // reference's shapes (chat.completion, chat.completion.chunk, text_completion).
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 #include "common/error.h"
@@ -96,8 +97,10 @@ TEST(OpenAiRequest, BadOrUnsupportedFieldsAreRefusedByName) {
       {R"({"messages": [{"role": "user", "content": [{"type": "text"}]}]})", "needs a string 'text'"},
       {R"({"messages": [{"role": "assistant", "content": "", "tool_calls": [{}]}]})", "tool calls"},
       {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", "'n' must be 1"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})", "'logprobs'"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})", "'top_logprobs'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": "yes"})", "'logprobs' must be true or false"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})", "'top_logprobs' needs 'logprobs': true"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 101})",
+       "'top_logprobs' must be in"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})", "'tools'"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})",
        "'response_format'"},
@@ -128,7 +131,8 @@ TEST(OpenAiRequest, BadOrUnsupportedFieldsAreRefusedByName) {
       {R"({"prompt": "x", "echo": true})", "'echo'"},
       {R"({"prompt": "x", "suffix": "y"})", "'suffix'"},
       {R"({"prompt": "x", "best_of": 2})", "'best_of'"},
-      {R"({"prompt": "x", "logprobs": 2})", "'logprobs'"},
+      {R"({"prompt": "x", "logprobs": -1})", "'logprobs' must be in"},
+      {R"({"prompt": "x", "logprobs": true})", "'logprobs' must be an integer"},
       {R"({"prompt": "x", "n_predict": -2})", "'n_predict' must be in"},
       {R"({"prompt": "x", "max_tokens": 18446744073709551615})", "'max_tokens' must be in"},
       {R"({"prompt": "x", "n": 0})", "'n' must be in"},
@@ -137,6 +141,28 @@ TEST(OpenAiRequest, BadOrUnsupportedFieldsAreRefusedByName) {
     const std::string got = refusal(body, ApiKind::Completion);
     EXPECT_NE(got.find(want), std::string::npos) << body << "\n  gave: " << got;
   }
+}
+
+TEST(OpenAiRequest, LogprobsAsChatAndCompletionsAskForThem) {
+  auto r = parse_completion_request(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})",
+                                    ApiKind::Chat);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 20);  // llama-server's default
+  r = parse_completion_request(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true,
+                                   "top_logprobs": 0})", ApiKind::Chat);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 0);
+  r = parse_completion_request(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": false})",
+                               ApiKind::Chat);
+  EXPECT_FALSE(r.logprobs);
+  r = parse_completion_request(R"({"prompt": "x", "logprobs": 5})", ApiKind::Completion);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 5);
+  r = parse_completion_request(R"({"prompt": "x", "logprobs": 0})", ApiKind::Completion);
+  EXPECT_FALSE(r.logprobs);
+  r = parse_completion_request(R"({"prompt": "x", "n_probs": 2})", ApiKind::Completion);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 2);
 }
 
 TEST(OpenAiRequest, SamplerParamsOverTheServerDefaults) {
@@ -208,6 +234,26 @@ TEST(OpenAiResponse, ShapesOfTheReference) {
   json u = usage_chunk(ApiKind::Chat, h, r);
   EXPECT_TRUE(u["choices"].is_array() && u["choices"].empty());
   EXPECT_EQ(u["usage"]["total_tokens"], 12);
+
+  // Log-probabilities in llama-server's shape: raw bytes beside the complete characters, and a
+  // ruled-out token (-inf) as the lowest float since JSON has no infinity.
+  CompletionResult lr = r;
+  lr.has_logprobs = true;
+  lr.logprobs.push_back({{7, "\xe4\xbd", "", -0.5}, {{7, "\xe4\xbd", "", -0.5}, {9, "ab", "ab", -std::numeric_limits<double>::infinity()}}});
+  const json lj = completion_response(ApiKind::Chat, h, lr)["choices"][0]["logprobs"];
+  ASSERT_EQ(lj["content"].size(), 1u);
+  EXPECT_EQ(lj["content"][0]["id"], 7);
+  EXPECT_EQ(lj["content"][0]["token"], "");
+  EXPECT_EQ(lj["content"][0]["bytes"], (json{228, 189}));
+  EXPECT_EQ(lj["content"][0]["logprob"], -0.5);
+  ASSERT_EQ(lj["content"][0]["top_logprobs"].size(), 2u);
+  EXPECT_EQ(lj["content"][0]["top_logprobs"][1]["token"], "ab");
+  EXPECT_EQ(lj["content"][0]["top_logprobs"][1]["logprob"], double(std::numeric_limits<float>::lowest()));
+  EXPECT_FALSE(lj["content"][0]["top_logprobs"][1].contains("top_logprobs"));
+  EXPECT_TRUE(c["choices"][0]["logprobs"].is_null());  // not asked
+  const std::span<const SampledLogprobs> none;
+  EXPECT_TRUE(completion_chunk(ApiKind::Chat, h, "x", false, nullptr, none)["choices"][0]["logprobs"]["content"].empty());
+  EXPECT_TRUE(completion_chunk(ApiKind::Chat, h, "x", false, nullptr)["choices"][0]["logprobs"].is_null());
 
   EXPECT_EQ(sse_data(json{{"a", 1}}), "data: {\"a\":1}\n\n");
   // A model can emit bytes that are not UTF-8: they reach the client as U+FFFD, not as a throw.

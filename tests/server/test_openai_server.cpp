@@ -6,6 +6,7 @@
 #include <httplib.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -153,6 +154,66 @@ TEST(OpenAiServer, GreedyCompletionsReproduceLlamaCpp) {
     if (texts[i].starts_with(' ') && !want.starts_with(' ')) texts[i].erase(0, 1);
     EXPECT_EQ(texts[i], want) << "concurrent request " << i;
   }
+}
+
+// Log-probabilities against llama.cpp's own: at every generated position of stories260K's golden
+// continuation, the sampled token and the golden top-10 with their log-probabilities (F32 file,
+// F32 KV cache: within 1e-3, golden/models/README.md's F32 tolerance); streamed, the chunks
+// carry the same entries.
+TEST(OpenAiServer, LogprobsMatchLlamaCpp) {
+  MINFER_REQUIRE_SHARED();
+  auto r = start("stories260K.gguf");
+  httplib::Client cli("127.0.0.1", r->port);
+  const json golden = read_json("golden/models/stories260K.once-upon-a-time.json");
+  const size_t n_prompt = golden["prompt_ids"].size(), n_gen = golden["greedy"]["ids"].size();
+  json body = {{"prompt", golden["prompt_text"]}, {"max_tokens", n_gen}, {"temperature", 0},
+               {"ignore_eos", true}, {"logprobs", 20}};
+  const json res = post(cli, "/v1/completions", body);
+  const json& content = res["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), n_gen);
+  for (size_t j = 0; j < n_gen; ++j) {
+    const json& e = content[j];
+    EXPECT_EQ(e["id"], golden["greedy"]["ids"][j]) << "token " << j;
+    ASSERT_EQ(e["top_logprobs"].size(), 20u);
+    std::map<int, double> ours;
+    for (const json& t : e["top_logprobs"]) ours[t["id"].get<int>()] = t["logprob"].get<double>();
+    EXPECT_DOUBLE_EQ(ours.at(e["id"].get<int>()), e["logprob"].get<double>());
+    const json& want = golden["positions"][n_prompt - 1 + j]["top"];
+    for (size_t k = 0; k < 10; ++k) {
+      const int id = want[k]["id"];
+      ASSERT_TRUE(ours.count(id)) << "token " << j << ": golden top id " << id << " missing";
+      EXPECT_NEAR(ours[id], want[k]["logprob"].get<double>(), 1e-3) << "token " << j << " id " << id;
+    }
+  }
+
+  body["stream"] = true;
+  auto sres = cli.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(sres);
+  json streamed = json::array();
+  for (const std::string& e : sse_payloads(sres->body)) {
+    if (e == "[DONE]") continue;
+    const json chunk = json::parse(e);
+    for (const json& t : chunk["choices"][0]["logprobs"]["content"]) streamed.push_back(t);
+  }
+  EXPECT_TRUE(streamed == content) << "streamed " << streamed.size() << " entries, whole " << content.size();
+
+  // The chat endpoint asks with logprobs: true; top_logprobs: 0 gives each token's own only.
+  auto chat = start("tiny-qwen3-q4_0.gguf");
+  httplib::Client cli2("127.0.0.1", chat->port);
+  const json hi = read_json("golden/models/tiny-qwen3-q4_0.chat-hi.json");
+  const json cres = post(cli2, "/v1/chat/completions",
+                         {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 8},
+                          {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 0}});
+  const json& cc = cres["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(cc.size(), 8u);
+  std::string text;
+  for (size_t j = 0; j < 8; ++j) {
+    EXPECT_EQ(cc[j]["id"], hi["greedy"]["ids"][j]);
+    EXPECT_TRUE(cc[j]["top_logprobs"].empty());
+    EXPECT_LT(cc[j]["logprob"].get<double>(), 0.0);
+    for (const json& b : cc[j]["bytes"]) text += char(b.get<int>());
+  }
+  EXPECT_EQ(text, cres["choices"][0]["message"]["content"]);  // the bytes spell the reply
 }
 
 TEST(OpenAiServer, ChatRendersTheTemplateAndReusesTheCache) {
