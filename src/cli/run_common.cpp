@@ -59,6 +59,9 @@ void GenFlags::add_to(CLI::App& app) {
   app.add_option("--stop", stop, "stop string (repeatable); never printed")
       ->allow_extra_args(false)
       ->take_all();
+  app.add_option("-l,--logit-bias", logit_bias,
+                 "TOKEN_ID(+/-)BIAS added to a token's logit, e.g. 15043+1, 2-inf (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("--kv-type", kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
   app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
   app.add_flag("--no-template", no_template, "raw completion: do not apply the chat template");
@@ -80,6 +83,20 @@ void GenFlags::validate() const {
   sampler_params().validate();
 }
 
+// llama.cpp's -l format: the token id, then + or - and the bias ("-inf" bans the token).
+static runtime::LogitBias parse_logit_bias(const std::string& s) {
+  const size_t n = s.find_first_not_of("0123456789");
+  if (n == 0 || n == std::string::npos || n > 9 || (s[n] != '+' && s[n] != '-') || n + 1 == s.size())
+    fail("--logit-bias {}: expected TOKEN_ID(+/-)BIAS, e.g. 15043+1 or 2-inf", s);
+  const std::string v = s.substr(n + 1);
+  char* end = nullptr;
+  float bias = v == "inf" ? INFINITY : std::strtof(v.c_str(), &end);
+  if (v != "inf" && (end != v.c_str() + v.size() || v.find_first_not_of("0123456789.") != std::string::npos))
+    fail("--logit-bias {}: the bias '{}' is not a number", s, v);
+  if (s[n] == '-') bias = -bias;
+  return {int32_t(std::stol(s.substr(0, n))), bias};
+}
+
 runtime::SamplerParams GenFlags::sampler_params() const {
   runtime::SamplerParams p;
   p.temp = temp;
@@ -91,6 +108,7 @@ runtime::SamplerParams GenFlags::sampler_params() const {
   p.frequency_penalty = frequency_penalty;
   p.presence_penalty = presence_penalty;
   p.seed = seed ? *seed : runtime::random_seed();
+  for (const std::string& b : logit_bias) p.logit_bias.push_back(parse_logit_bias(b));
   return p;
 }
 

@@ -60,6 +60,7 @@ struct GenFlags {
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
   std::vector<std::string> stop;
+  std::vector<std::string> logit_bias;  // TOKEN_ID(+/-)BIAS, as llama.cpp's -l
   std::string kv_type = "f16";  // llama.cpp's default
   bool no_template = false;
   bool ignore_eos = false;

@@ -25,6 +25,11 @@ void SamplerParams::validate() const {
     bad("frequency-penalty", frequency_penalty, "must be in [-100, 100]");
   if (!std::isfinite(presence_penalty) || std::fabs(presence_penalty) > 100)
     bad("presence-penalty", presence_penalty, "must be in [-100, 100]");
+  for (const LogitBias& b : logit_bias) {
+    if (b.id < 0) fail("logit bias for token {}: token ids are >= 0", b.id);
+    if (std::isnan(b.bias) || b.bias == INFINITY)
+      fail("logit bias for token {} is {} (a number, or -inf to ban the token)", b.id, b.bias);
+  }
 }
 
 uint64_t random_seed() {
@@ -37,6 +42,14 @@ std::vector<Candidate> make_candidates(std::span<const float> logits) {
   std::vector<Candidate> c(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) c[i] = {int32_t(i), logits[i], 0.0f};
   return c;
+}
+
+void apply_logit_bias(std::vector<Candidate>& c, std::span<const LogitBias> bias) {
+  for (const LogitBias& b : bias) {
+    if (b.id < 0 || size_t(b.id) >= c.size() || c[size_t(b.id)].id != b.id)
+      fail("logit bias for token {}: the vocabulary has {} tokens", b.id, c.size());
+    c[size_t(b.id)].logit += b.bias;
+  }
 }
 
 void apply_penalties(std::vector<Candidate>& c, std::span<const int32_t> recent, float repeat,
@@ -149,9 +162,10 @@ int32_t Sampler::sample(std::span<const float> logits) {
   const bool penalize = !history_.empty() && (p_.repeat_penalty != 1.0f ||
                                               p_.frequency_penalty != 0.0f ||
                                               p_.presence_penalty != 0.0f);
-  if (p_.temp <= 0 && !penalize) return argmax(logits);
+  if (p_.temp <= 0 && !penalize && p_.logit_bias.empty()) return argmax(logits);
 
   cand_ = make_candidates(logits);
+  apply_logit_bias(cand_, p_.logit_bias);
   if (penalize) {
     std::vector<int32_t> recent(history_.begin(), history_.end());
     apply_penalties(cand_, recent, p_.repeat_penalty, p_.frequency_penalty,

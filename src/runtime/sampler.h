@@ -1,6 +1,7 @@
 // Token sampling with llama.cpp's default chain and semantics:
-//   penalties (repeat / frequency / presence over the last N tokens) -> top-k -> top-p -> min-p
-//   -> temperature -> seeded draw.   temp <= 0 means greedy (argmax, ties -> lowest id).
+//   logit bias -> penalties (repeat / frequency / presence over the last N tokens) -> top-k ->
+//   top-p -> min-p -> temperature -> seeded draw.   temp <= 0 means greedy (argmax, ties ->
+//   lowest id).
 // Each stage is a free function over a candidate list so that tests can check it against
 // hand-computed distributions; Sampler strings them together and owns the RNG and history.
 #pragma once
@@ -12,6 +13,11 @@
 
 namespace minfer::runtime {
 
+struct LogitBias {
+  int32_t id;
+  float bias;  // added to the token's logit; -inf bans it
+};
+
 struct SamplerParams {
   float temp = 0.8f;              // <= 0: greedy
   int32_t top_k = 40;             // <= 0: off
@@ -22,6 +28,7 @@ struct SamplerParams {
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
   uint64_t seed = 0;              // used as given; random_seed() picks one
+  std::vector<LogitBias> logit_bias;
 
   // minfer::Error naming the first out-of-range value (negative temperature, top_p > 1, ...).
   void validate() const;
@@ -38,6 +45,9 @@ struct Candidate {
 // Every token of the vocabulary, in id order, p = 0.
 std::vector<Candidate> make_candidates(std::span<const float> logits);
 
+// Adds each bias to its token's logit. Candidates must be in id order; Error for an id outside
+// them (the vocabulary).
+void apply_logit_bias(std::vector<Candidate>& c, std::span<const LogitBias> bias);
 // llama.cpp semantics: for each distinct token in `recent` with count c, a positive logit is
 // divided by `repeat`, a non-positive one multiplied, then c*freq + (c > 0)*presence is
 // subtracted. Candidates must still be in id order (ids index the vocabulary).

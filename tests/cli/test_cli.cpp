@@ -106,6 +106,23 @@ TEST_F(Cli, StoriesGreedyMatchesLlamaCpp) {
   }
 }
 
+// -l TOKEN_ID(+/-)BIAS as llama.cpp's: banning the greedy first token (",") of the golden
+// continuation makes llama.cpp's second choice (" there") come first.
+TEST_F(Cli, LogitBiasBansAToken) {
+  MINFER_REQUIRE_SHARED();
+  const json g = json::parse(slurp(minfer::test::shared_path("golden/models/stories260K.once-upon-a-time.json")));
+  const json& top = g["positions"][g["prompt_ids"].size() - 1]["top"];
+  const std::string ban = std::to_string(top[0]["id"].get<int>()) + "-inf";
+  const Result r = run(stories() + " " + q(g["prompt_text"]) + " -n 1 --temp 0 --kv-type f32 -l " + ban);
+  ASSERT_EQ(r.code, 0) << r.err;
+  // run prints the first piece without its SentencePiece space, as llama.cpp: put it back.
+  const Result t = run("tokenize -m " + stories() + " -p " + q(g["prompt_text"].get<std::string>() + " " + r.out) + " --ids");
+  ASSERT_EQ(t.code, 0) << t.err;
+  const json ids = json::parse(t.out);
+  ASSERT_EQ(ids.size(), g["prompt_ids"].size() + 1) << r.out << " / " << t.out;
+  EXPECT_EQ(ids.back(), top[1]["id"]) << r.out;
+}
+
 TEST_F(Cli, RunSubcommandStdinAndFileGiveTheSameText) {
   MINFER_REQUIRE_SHARED();
   const Result a = run(stories() + " 'Once upon a time' -n 20 --temp 0 --quiet");
@@ -323,6 +340,9 @@ TEST_F(Cli, BadInputIsOneLineAndTheRightExitCode) {
   expect_error("run -p hi", 2, {"no model"});
   expect_error("chat", 2, {"no model"});
   expect_error("chat " + stories(), 1, {"chat template"});
+  expect_error(stories() + " hi -l 12x", 1, {"--logit-bias", "TOKEN_ID"});
+  expect_error(stories() + " hi -l 5+up", 1, {"--logit-bias", "not a number"});
+  expect_error(stories() + " hi -l 600+1", 1, {"logit bias", "600", "512"});
   expect_error("serve", 2, {"no model"});
   expect_error("serve " + q((dir_ / "missing.gguf").string()), 1, {"missing.gguf", "no such file"});
   expect_error("serve " + stories() + " --port 70000", 2, {"--port"});

@@ -128,6 +128,38 @@ TEST(Sampler, GreedyStillAppliesPenalties) {
   EXPECT_EQ(s.sample(l), 0);
 }
 
+TEST(Sampler, LogitBiasComesFirstAndCanBan) {
+  auto c = cands({1.0f, 2.0f, 3.0f});
+  const LogitBias b[] = {{0, 2.5f}, {2, -INFINITY}};
+  apply_logit_bias(c, b);
+  EXPECT_FLOAT_EQ(c[0].logit, 3.5f);
+  EXPECT_FLOAT_EQ(c[1].logit, 2.0f);
+  EXPECT_EQ(c[2].logit, -INFINITY);
+  const LogitBias outside[] = {{3, 1.0f}};
+  EXPECT_THROW(apply_logit_bias(c, outside), minfer::Error);
+
+  SamplerParams p;
+  p.temp = 0;
+  p.logit_bias = {{2, -INFINITY}};
+  EXPECT_EQ(Sampler(p).sample(std::vector<float>{1.0f, 2.0f, 3.0f}), 1);  // greedy, token 2 banned
+  // Before the penalties, as llama.cpp's chain: token 1's (2 + 2) / 2 = 2 < 2.5 (the penalty
+  // first would give 2 / 2 + 2 = 3 > 2.5).
+  p.logit_bias = {{1, 2.0f}};
+  p.repeat_penalty = 2.0f;
+  Sampler s(p);
+  s.accept(1);
+  EXPECT_EQ(s.sample(std::vector<float>{2.5f, 2.0f, 0.0f}), 0);
+  // Sampled at a temperature, a banned token never comes out.
+  p = SamplerParams{};
+  p.logit_bias = {{0, -INFINITY}};
+  p.seed = 7;
+  p.top_k = 0;
+  p.top_p = 1;
+  p.min_p = 0;
+  Sampler hot(p);
+  for (int i = 0; i < 200; ++i) EXPECT_NE(hot.sample(std::vector<float>{5.0f, 0.0f, 0.0f}), 0);
+}
+
 TEST(Sampler, RepeatWindowForgetsOldTokens) {
   SamplerParams p;
   p.temp = 0;
@@ -217,6 +249,9 @@ TEST(Sampler, ValidateRejectsBadValues) {
   bad([](SamplerParams& p) { p.min_p = -0.1f; });
   bad([](SamplerParams& p) { p.repeat_penalty = 0; });
   bad([](SamplerParams& p) { p.repeat_last_n = -2; });
+  bad([](SamplerParams& p) { p.logit_bias = {{-1, 1.0f}}; });
+  bad([](SamplerParams& p) { p.logit_bias = {{1, NAN}}; });
+  bad([](SamplerParams& p) { p.logit_bias = {{1, INFINITY}}; });
   SamplerParams ok;
   EXPECT_NO_THROW(ok.validate());
   try {
