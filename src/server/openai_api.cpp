@@ -105,6 +105,35 @@ void parse_logprobs(const json& body, CompletionRequest& r) {
   }
 }
 
+// OpenAI's {"token id": bias}, or llama-server's [[id, bias], ...]; false bans the token.
+void parse_logit_bias(const json& body, CompletionRequest& r) {
+  if (!present(body, "logit_bias")) return;
+  auto bias = [](const json& v) {
+    if (v.is_boolean() && !v.get<bool>()) return -std::numeric_limits<float>::infinity();
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || std::fabs(v.get<double>()) > 1e30)
+      fail("'logit_bias' values must be numbers (or false to ban the token)");
+    return float(v.get<double>());
+  };
+  const json& b = body["logit_bias"];
+  if (b.is_object()) {
+    for (const auto& [key, v] : b.items()) {
+      const bool digits = !key.empty() && key.size() <= 9 &&
+                          key.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits) fail("'logit_bias' keys must be token ids, not '{}'", key);
+      r.logit_bias.push_back({int32_t(std::stol(key)), bias(v)});
+    }
+  } else if (b.is_array()) {
+    for (const json& e : b) {
+      if (!e.is_array() || e.size() != 2 || !e[0].is_number_integer() || e[0].get<int64_t>() < 0 ||
+          e[0].get<int64_t>() > std::numeric_limits<int32_t>::max())
+        fail("'logit_bias' as an array holds [token id, bias] pairs");
+      r.logit_bias.push_back({e[0].get<int32_t>(), bias(e[1])});
+    }
+  } else {
+    fail("'logit_bias' must be an object of token id -> bias");
+  }
+}
+
 void parse_prompt(const json& body, CompletionRequest& r) {
   if (!present(body, "prompt")) fail("'prompt' is required");
   const json& p = body["prompt"];
@@ -217,6 +246,7 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) 
   }
   r.ignore_eos = bool_field(j, "ignore_eos");
   parse_logprobs(j, r);
+  parse_logit_bias(j, r);
   r.stream = bool_field(j, "stream");
   if (present(j, "stream_options")) {
     const json& o = j["stream_options"];
@@ -237,6 +267,7 @@ runtime::SamplerParams sampler_params(const CompletionRequest& r, runtime::Sampl
   if (r.frequency_penalty) p.frequency_penalty = *r.frequency_penalty;
   if (r.presence_penalty) p.presence_penalty = *r.presence_penalty;
   p.seed = r.seed ? *r.seed : random_seed;
+  p.logit_bias.insert(p.logit_bias.end(), r.logit_bias.begin(), r.logit_bias.end());
   p.validate();
   return p;
 }

@@ -9,7 +9,8 @@
 //   completions: prompt (a string, a one-string array, or an array of token ids), max_tokens
 //   both:        temperature, top_p, frequency_penalty, presence_penalty, seed, stop, stream,
 //                stream_options.include_usage, n (only 1) [top_k, min_p, repeat_penalty,
-//                repeat_last_n, n_predict, ignore_eos, n_probs]
+//                repeat_last_n, n_predict, ignore_eos, n_probs], logit_bias ({"id": bias} or
+//                llama-server's [[id, bias]], false for -inf)
 //   log-probabilities: chat logprobs: true + top_logprobs (default 20, as llama-server);
 //                completions logprobs: N (or n_probs); returned in llama-server's shape
 // Fields asking for what minfer does not do (n > 1, tools, a JSON response_format, echo,
@@ -42,6 +43,7 @@ struct CompletionRequest {
   std::optional<int32_t> top_k, repeat_last_n;
   std::optional<uint64_t> seed;  // absent (or -1 in the request): a random seed
   std::vector<std::string> stop;
+  std::vector<runtime::LogitBias> logit_bias;
   bool ignore_eos = false;
   bool logprobs = false;  // each generated token's log-probability
   int32_t top_logprobs = 0;  // and the most probable this many at its position

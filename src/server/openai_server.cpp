@@ -92,6 +92,8 @@ std::vector<int32_t> OpenAiServer::prompt_tokens(const CompletionRequest& r) con
     tokens = runtime::tokenize_prompt(model_, r.prompt);
   }
   if (tokens.empty()) fail("the prompt is empty after tokenization");
+  for (const runtime::LogitBias& b : r.logit_bias)
+    if (b.id >= model_.n_vocab()) fail("'logit_bias' names token {}; the vocabulary has {}", b.id, model_.n_vocab());
   if (int64_t(tokens.size()) >= ctx_->n_ctx())
     fail("the prompt is {} tokens, which does not fit the context of {} tokens with room for a "
          "reply (start the server with a larger -c)",

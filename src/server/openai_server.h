@@ -68,8 +68,9 @@ class OpenAiServer {
   std::string url() const;
 
   // A request's prompt as tokens: chat messages through the template, text through the
-  // tokenizer (BOS as the model asks). Error (400) when it is empty, names a token outside the
-  // vocabulary, or leaves no room in the context for one generated token.
+  // tokenizer (BOS as the model asks). Error (400) when it is empty, when it or the logit bias
+  // names a token outside the vocabulary, or when it leaves no room in the context for one
+  // generated token.
   std::vector<int32_t> prompt_tokens(const CompletionRequest& r) const;
   // Generates for `r` with the context (waiting for the one in progress); on_text gets the text
   // as it comes, with the log-probabilities of the tokens sampled since its previous call (when

@@ -165,6 +165,29 @@ TEST(OpenAiRequest, LogprobsAsChatAndCompletionsAskForThem) {
   EXPECT_EQ(r.top_logprobs, 2);
 }
 
+TEST(OpenAiRequest, LogitBiasForms) {
+  auto r = parse_completion_request(R"({"prompt": "x", "logit_bias": {"50256": -100, "7": 2.5, "9": false}})",
+                                    ApiKind::Completion);
+  ASSERT_EQ(r.logit_bias.size(), 3u);
+  EXPECT_EQ(r.logit_bias[0].id, 50256);
+  EXPECT_EQ(r.logit_bias[0].bias, -100.0f);
+  EXPECT_EQ(r.logit_bias[1].bias, 2.5f);
+  EXPECT_EQ(r.logit_bias[2].bias, -std::numeric_limits<float>::infinity());
+  r = parse_completion_request(R"({"prompt": "x", "logit_bias": [[3, 1], [4, false]]})", ApiKind::Completion);
+  ASSERT_EQ(r.logit_bias.size(), 2u);
+  EXPECT_EQ(r.logit_bias[1].id, 4);
+  // Appended to the server's own (-l), after them.
+  runtime::SamplerParams d;
+  d.logit_bias = {{1, 1.0f}};
+  const auto p = sampler_params(r, d, 0);
+  ASSERT_EQ(p.logit_bias.size(), 3u);
+  EXPECT_EQ(p.logit_bias[2].id, 4);
+  for (const char* body : {R"({"prompt": "x", "logit_bias": {"hello": 1}})", R"({"prompt": "x", "logit_bias": {"-1": 1}})",
+                           R"({"prompt": "x", "logit_bias": {"1": "up"}})", R"({"prompt": "x", "logit_bias": {"1": true}})",
+                           R"({"prompt": "x", "logit_bias": [[1]]})", R"({"prompt": "x", "logit_bias": 5})"})
+    EXPECT_NE(refusal(body, ApiKind::Completion).find("'logit_bias'"), std::string::npos) << body;
+}
+
 TEST(OpenAiRequest, SamplerParamsOverTheServerDefaults) {
   runtime::SamplerParams d;
   d.temp = 0.8f;

@@ -197,6 +197,27 @@ TEST(OpenAiServer, LogprobsMatchLlamaCpp) {
   }
   EXPECT_TRUE(streamed == content) << "streamed " << streamed.size() << " entries, whole " << content.size();
 
+  // logit_bias: banning the greedy first token (",") gives llama.cpp's second choice; forcing the
+  // end-of-sequence token ends the reply at once, with no log-probability entry for it.
+  const json& first_top = golden["positions"][n_prompt - 1]["top"];
+  json banned = {{"prompt", golden["prompt_text"]}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 1},
+                 {"logit_bias", {{std::to_string(first_top[0]["id"].get<int>()), false}}}};
+  json bres = post(cli, "/v1/completions", banned);
+  EXPECT_EQ(bres["choices"][0]["logprobs"]["content"][0]["id"], first_top[1]["id"]);
+  // (log-probabilities stay those of the raw logits, as llama-server's)
+  EXPECT_NEAR(bres["choices"][0]["logprobs"]["content"][0]["logprob"].get<double>(), first_top[1]["logprob"].get<double>(), 1e-3);
+  json forced = banned;
+  forced["max_tokens"] = 8;
+  forced["logit_bias"] = {{"2", 100}};  // stories260K's EOS
+  bres = post(cli, "/v1/completions", forced);
+  EXPECT_EQ(bres["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(bres["choices"][0]["text"], "");
+  EXPECT_EQ(bres["usage"]["completion_tokens"], 1);
+  EXPECT_TRUE(bres["choices"][0]["logprobs"]["content"].empty());
+  forced["logit_bias"] = {{"512", 1}};  // one past the vocabulary
+  EXPECT_NE(post(cli, "/v1/completions", forced, 400)["error"]["message"].get<std::string>().find("vocabulary"),
+            std::string::npos);
+
   // The chat endpoint asks with logprobs: true; top_logprobs: 0 gives each token's own only.
   auto chat = start("tiny-qwen3-q4_0.gguf");
   httplib::Client cli2("127.0.0.1", chat->port);
