@@ -23,8 +23,8 @@ mkdir -p "$SEED" "$CORPUS" "$ARTIFACTS"
 
 if [ "$TARGET" = openai_request ]; then
   # request bodies as OpenAI's API reference and llama-server's extensions write them
-  printf '%s' '{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"}]}],"max_completion_tokens":16,"temperature":0.7,"top_p":0.9,"seed":42,"stop":["\n"],"stream":true,"stream_options":{"include_usage":true}}' > "$SEED/chat.json"
-  printf '%s' '{"prompt":"Once upon a time","max_tokens":8,"n":1,"logprobs":null,"top_k":40,"min_p":0.05,"repeat_penalty":1.1,"repeat_last_n":-1,"ignore_eos":true,"echo":false}' > "$SEED/completion.json"
+  printf '%s' '{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"}]}],"max_completion_tokens":16,"temperature":0.7,"top_p":0.9,"seed":42,"stop":["\n"],"stream":true,"stream_options":{"include_usage":true},"logprobs":true,"top_logprobs":3,"logit_bias":{"15043":-1.5,"2":false},"chat_template_kwargs":{"enable_thinking":false}}' > "$SEED/chat.json"
+  printf '%s' '{"prompt":"Once upon a time","max_tokens":8,"n":1,"logprobs":null,"top_k":40,"min_p":0.05,"repeat_penalty":1.1,"repeat_last_n":-1,"ignore_eos":true,"echo":false,"logprobs":2,"logit_bias":[[1,false],[7,2]]}' > "$SEED/completion.json"
   printf '%s' '{"prompt":[1,403,407],"n_predict":-1,"seed":-1,"stop":"END","frequency_penalty":0.5,"presence_penalty":-0.5}' > "$SEED/tokens.json"
   echo "fuzz.sh: 3 seeds in $SEED; fuzzing fuzz_openai_request for $SECONDS_TO_RUN s"
   exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -timeout=10 \
