@@ -399,6 +399,14 @@ float fit_superblock(const Lattice<G>& g, const Search& cfg, const BlockKind& ki
   return max_scale;
 }
 
+// The super-block scale as ggml stores it (max_scale / 31 times the type's factor, as F16) into
+// *d; returns the 1 / d (before the factor) that the block scales are coded against.
+inline float store_superblock_d(float max_scale, float factor, uint16_t* d) {
+  const float dd = max_scale / 31;
+  *d = fp32_to_fp16(dd * factor);
+  return 1 / dd;
+}
+
 // A block scale's 4-bit code against the super-block's 1 / d.
 inline int scale_code(float id, float scale) {
   return std::max(0, std::min(15, nearest_int(0.5f * (id * scale - 1))));
@@ -432,9 +440,7 @@ void quantize_iq3_xxs(const float* x, block_iq3_xxs* y, int64_t k, const float* 
       std::memset(b.qs, 0, sizeof(b.qs));
       continue;
     }
-    const float d = max_scale / 31;
-    b.d = fp32_to_fp16(d * 1.0125f);
-    const float id = 1 / d;
+    const float id = store_superblock_d(max_scale, 1.0125f, &b.d);
     for (int ib = 0; ib < QK_K / 32; ++ib) scales_and_signs[ib] |= uint32_t(scale_code(id, scales[ib])) << 28;
     std::memcpy(b.qs, q3, sizeof(q3));
     std::memcpy(b.qs + sizeof(q3), scales_and_signs, sizeof(scales_and_signs));
@@ -465,9 +471,7 @@ void quantize_iq3_s(const float* x, block_iq3_s* y, int64_t k, const float* qw) 
       signs += 4;
     });
     if (!max_scale) continue;
-    const float d = max_scale / 31;
-    b.d = fp32_to_fp16(d * 1.033f);
-    const float id = 1 / d;
+    const float id = store_superblock_d(max_scale, 1.033f, &b.d);
     scale_pairs(id, scales, QK_K / 32, b.scales);
   }
 }
@@ -491,9 +495,7 @@ void quantize_iq2_s(const float* x, block_iq2_s* y, int64_t k, const float* qw) 
       }
     });
     if (!max_scale) continue;
-    const float d = max_scale / 31;
-    b.d = fp32_to_fp16(d * 0.9875f);
-    const float id = 1 / d;
+    const float id = store_superblock_d(max_scale, 0.9875f, &b.d);
     scale_pairs(id, scales, QK_K / 16, b.scales);
   }
 }
@@ -519,9 +521,7 @@ void quantize_iq2_xxs(const float* x, block_iq2_xxs* y, int64_t k, const float* 
       std::memset(b.qs, 0, sizeof(b.qs));
       continue;
     }
-    const float d = max_scale / 31;
-    b.d = fp32_to_fp16(d);
-    const float id = 1 / d;
+    const float id = store_superblock_d(max_scale, 1.0f, &b.d);
     for (int ib = 0; ib < QK_K / 32; ++ib) q2[2 * ib + 1] |= uint32_t(scale_code(id, scales[ib])) << 28;
     std::memcpy(b.qs, q2, sizeof(q2));
   }
@@ -546,9 +546,7 @@ void quantize_iq2_xs(const float* x, block_iq2_xs* y, int64_t k, const float* qw
       std::memset(b.qs, 0, sizeof(b.qs));
       continue;
     }
-    const float d = max_scale / 31;
-    b.d = fp32_to_fp16(d);
-    const float id = 1 / d;
+    const float id = store_superblock_d(max_scale, 1.0f, &b.d);
     scale_pairs(id, scales, QK_K / 16, b.scales);
     std::memcpy(b.qs, q2, sizeof(q2));
   }
