@@ -60,6 +60,14 @@ json post(httplib::Client& cli, const char* path, const json& body, int want_sta
   return json::parse(res->body);
 }
 
+// The server's text as llama_detokenize (the golden text) writes it: that drops the first
+// piece's leading space for an SPM vocabulary, while the server streams pieces as llama-server
+// does, so its text keeps it.
+std::string as_detokenized(std::string text, const std::string& golden) {
+  if (text.starts_with(' ') && !golden.starts_with(' ')) text.erase(0, 1);
+  return text;
+}
+
 // The "data: " payloads of an SSE body, [DONE] included as a string.
 std::vector<std::string> sse_payloads(const std::string& body) {
   std::vector<std::string> out;
@@ -81,14 +89,10 @@ TEST(OpenAiServer, GreedyCompletionsReproduceLlamaCpp) {
   const json golden = read_json("golden/models/stories260K.greedy64.json");
   for (const json& c : golden["cases"]) {
     const std::string prompt = c["prompt_text"];
-    // llama_detokenize (the golden text) drops the first piece's leading space for this SPM
-    // vocabulary; the server streams pieces as llama-server does, so its text keeps it.
-    std::string want = c["greedy"]["text"];
+    const std::string want = c["greedy"]["text"];
     const json body = {{"prompt", prompt}, {"max_tokens", 64}, {"temperature", 0}, {"ignore_eos", true}};
     json res = post(cli, "/v1/completions", body);
-    std::string got = res["choices"][0]["text"];
-    if (got.starts_with(' ') && !want.starts_with(' ')) got.erase(0, 1);
-    EXPECT_EQ(got, want) << prompt;
+    EXPECT_EQ(as_detokenized(res["choices"][0]["text"], want), want) << prompt;
     EXPECT_EQ(res["choices"][0]["finish_reason"], "length");
     EXPECT_EQ(res["usage"]["prompt_tokens"], c["prompt_ids"].size());
     EXPECT_EQ(res["usage"]["completion_tokens"], 64);
@@ -97,9 +101,7 @@ TEST(OpenAiServer, GreedyCompletionsReproduceLlamaCpp) {
     json by_ids = body;
     by_ids["prompt"] = c["prompt_ids"];
     res = post(cli, "/v1/completions", by_ids);
-    std::string ids_text = res["choices"][0]["text"];
-    if (ids_text.starts_with(' ') && !want.starts_with(' ')) ids_text.erase(0, 1);
-    EXPECT_EQ(ids_text, want) << prompt;
+    EXPECT_EQ(as_detokenized(res["choices"][0]["text"], want), want) << prompt;
 
     json streamed = body;
     streamed["stream"] = true;
@@ -118,8 +120,7 @@ TEST(OpenAiServer, GreedyCompletionsReproduceLlamaCpp) {
       const bool last = i + 2 == events.size();
       EXPECT_EQ(e["choices"][0]["finish_reason"].is_null(), !last);
     }
-    if (text.starts_with(' ') && !want.starts_with(' ')) text.erase(0, 1);
-    EXPECT_EQ(text, want) << prompt;
+    EXPECT_EQ(as_detokenized(text, want), want) << prompt;
   }
 
   // Penalties see the whole prompt, the cached part included: a penalized reply is the same
@@ -151,8 +152,7 @@ TEST(OpenAiServer, GreedyCompletionsReproduceLlamaCpp) {
   for (auto& t : clients) t.join();
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::string want = golden["cases"][i]["greedy"]["text"];
-    if (texts[i].starts_with(' ') && !want.starts_with(' ')) texts[i].erase(0, 1);
-    EXPECT_EQ(texts[i], want) << "concurrent request " << i;
+    EXPECT_EQ(as_detokenized(texts[i], want), want) << "concurrent request " << i;
   }
 }
 
