@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Fuzzes a parser: scripts/fuzz.sh BUILD_DIR SECONDS [gguf|template|imatrix|openai_request]
+# Fuzzes a parser: scripts/fuzz.sh BUILD_DIR SECONDS [gguf|template|imatrix|openai_request|gbnf]
 # BUILD_DIR must hold fuzz_<target> built with -DMINFER_FUZZ=ON (clang).
 # gguf (default): the seed corpus is the first 64 KB of every GGUF file in ../shared plus a
 # small complete GGUF built here, so the fuzzer starts from real headers.
 # template: the seeds are the real chat templates in ../shared/templates.
 # imatrix: the seeds are a small legacy importance-matrix file and a small GGUF one built here.
 # openai_request: the seeds are chat and completion request bodies (minfer serve).
+# gbnf: the seeds are GBNF grammars (JSON, a chess-like one, repetitions), each with text to match.
 # Exits non-zero when the fuzzer finds a crash.
 set -euo pipefail
 BUILD_DIR=${1:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}
@@ -27,6 +28,16 @@ if [ "$TARGET" = openai_request ]; then
   printf '%s' '{"prompt":"Once upon a time","max_tokens":8,"n":1,"logprobs":null,"top_k":40,"min_p":0.05,"repeat_penalty":1.1,"repeat_last_n":-1,"ignore_eos":true,"echo":false,"logprobs":2,"logit_bias":[[1,false],[7,2]]}' > "$SEED/completion.json"
   printf '%s' '{"prompt":[1,403,407],"n_predict":-1,"seed":-1,"stop":"END","frequency_penalty":0.5,"presence_penalty":-0.5}' > "$SEED/tokens.json"
   echo "fuzz.sh: 3 seeds in $SEED; fuzzing fuzz_openai_request for $SECONDS_TO_RUN s"
+  exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
+fi
+
+if [ "$TARGET" = gbnf ]; then
+  # a grammar, a NUL byte, then pieces of text cut at \x01 (fuzz/fuzz_gbnf.cpp)
+  printf 'root ::= object\nobject ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws\nvalue ::= object | string | [0-9]+ ws\nstring ::= "\\"" ( [^"\\\\\\x7F\\x00-\\x1F] | "\\\\" ["\\\\bfnrt] )* "\\"" ws\nws ::= | " " | "\\n" [ \\t]{0,20}\n\0{"a\x01": 1\x012}' > "$SEED/json"
+  printf 'root ::= (\n  "1. " move " " move "\\n"\n  ([1-9] [0-9]? ". " move " " move "\\n")+\n)\nmove ::= (pawn | castle) [+#]?  # comment\npawn ::= [a-h] [1-8]\ncastle ::= "O-O" ("-O")?\n\0001. e4 e5\n\x012. O-O-O+ a1\n' > "$SEED/chess"
+  printf 'root ::= "\\u00e9"{2,4} [^a-c]* . "x"? ("ab" | [\\x41-\\x5A]){0,3}\n\0\xc3\x01\xa9\xc3\xa9zz\x01\xf0\x9f\x98\x80' > "$SEED/utf8"
+  echo "fuzz.sh: 3 seeds in $SEED; fuzzing fuzz_gbnf for $SECONDS_TO_RUN s"
   exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -timeout=10 \
     -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
 fi

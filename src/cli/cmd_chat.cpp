@@ -11,11 +11,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/run_common.h"
 #include "runtime/prompt.h"
+#include "runtime/token_grammar.h"
 #include "common/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -57,7 +59,7 @@ class ChatSession {
  public:
   ChatSession(const runtime::Model& m, runtime::Context& ctx, runtime::Sampler& s,
               std::string tmpl, cli::Log& log, const cli::GenFlags& f)
-      : m_(m), ctx_(ctx), sampler_(s), tmpl_(std::move(tmpl)), log_(log), f_(f) {
+      : m_(m), ctx_(ctx), sampler_(s), tmpl_(std::move(tmpl)), log_(log), f_(f), grammar_(f.grammar_text()) {
     clear();
   }
 
@@ -88,6 +90,8 @@ class ChatSession {
     go.stop = f_.stop;
     go.ignore_eog = f_.ignore_eos;
     go.interrupt = &g_interrupt;
+    std::optional<runtime::TokenGrammar> grammar;  // each reply follows it from its start
+    if (!grammar_.empty()) go.grammar = &grammar.emplace(grammar_, m_.tokenizer());
     g_interrupt.store(false);
     int64_t evaluated_prefill = -1;
     go.prefill_progress = [&](double x) {
@@ -232,6 +236,7 @@ class ChatSession {
   std::string tmpl_;
   cli::Log& log_;
   const cli::GenFlags& f_;
+  const std::string grammar_;  // GBNF text, or empty
   json messages_;
   std::vector<int32_t> kv_tokens_;
   std::string kv_text_;

@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "cli/run_common.h"
 #include "runtime/prompt.h"
+#include "runtime/token_grammar.h"
 #include "common/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -137,6 +139,8 @@ int run_run(int argc, char** argv) {
   go.stop = f.stop;
   go.ignore_eog = f.ignore_eos;
   go.strip_leading_space = tok.add_space_prefix() && !templated;
+  std::optional<runtime::TokenGrammar> grammar;
+  if (const std::string g = f.grammar_text(); !g.empty()) go.grammar = &grammar.emplace(g, tok);
   cli::Progress bar("prompt", !f.quiet && tokens.size() >= 256);
   go.prefill_progress = [&](double x) { bar.update(x); };
   bool first = true;

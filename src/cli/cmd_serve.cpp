@@ -59,6 +59,7 @@ int run_serve(int argc, char** argv) {
   o.stop = f.stop;
   o.ignore_eos = f.ignore_eos;
   o.system = f.system;
+  o.grammar = f.grammar_text();
   o.log = [&log](const std::string& line) { log.info("{}", line); };
 
   server::OpenAiServer srv(model, o);

@@ -1,5 +1,7 @@
 #include "cli/run_common.h"
 
+#include "grammar/gbnf.h"
+
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
@@ -10,6 +12,7 @@
 #include "cli/progress.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
+#include "grammar/gbnf.h"
 #include "runtime/cpu_count.h"
 #include "runtime/memory_limit.h"
 #include "tokenizer/tokenizer.h"
@@ -62,6 +65,8 @@ void GenFlags::add_to(CLI::App& app) {
   app.add_option("-l,--logit-bias", logit_bias,
                  "TOKEN_ID(+/-)BIAS added to a token's logit, e.g. 15043+1, 2-inf (repeatable)")
       ->allow_extra_args(false);
+  app.add_option("--grammar", grammar, "GBNF grammar the generated text must follow (llama.cpp's format)");
+  app.add_option("--grammar-file", grammar_file, "file holding such a grammar");
   app.add_option("--kv-type", kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
   app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
   app.add_flag("--no-template", no_template, "raw completion: do not apply the chat template");
@@ -81,6 +86,17 @@ void GenFlags::validate() const {
   if (threads > 1024) fail("-t {}: more than 1024 threads", threads);
   parse_kv_type(kv_type);
   sampler_params().validate();
+  if (const std::string g = grammar_text(); !g.empty()) grammar::parse_gbnf(g);  // its errors before the model loads
+}
+
+std::string GenFlags::grammar_text() const {
+  if (!grammar.empty() && !grammar_file.empty()) fail("--grammar and --grammar-file: give one of them");
+  if (!grammar_file.empty()) {
+    std::string g = read_text_file(grammar_file, "grammar file");
+    if (g.empty()) fail("{}: the grammar file is empty", grammar_file);
+    return g;
+  }
+  return grammar;
 }
 
 // llama.cpp's -l format: the token id, then + or - and the bias ("-inf" bans the token).

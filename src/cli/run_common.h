@@ -61,6 +61,8 @@ struct GenFlags {
   float presence_penalty = 0.0f;
   std::vector<std::string> stop;
   std::vector<std::string> logit_bias;  // TOKEN_ID(+/-)BIAS, as llama.cpp's -l
+  std::string grammar;       // GBNF text (--grammar)
+  std::string grammar_file;  // or a file of it (--grammar-file)
   std::string kv_type = "f16";  // llama.cpp's default
   bool no_template = false;
   bool ignore_eos = false;
@@ -76,6 +78,9 @@ struct GenFlags {
   // Range checks (Error, exit 1) and the derived sampler parameters.
   runtime::SamplerParams sampler_params() const;
   void validate() const;
+  // The GBNF text of --grammar or --grammar-file ("" when neither; Error for both, or a file
+  // that cannot be read).
+  std::string grammar_text() const;
 };
 
 struct Loaded {

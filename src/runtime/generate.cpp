@@ -6,6 +6,7 @@
 #include "runtime/context.h"
 #include "runtime/sampler.h"
 #include "runtime/stop.h"
+#include "runtime/token_grammar.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::runtime {
@@ -72,11 +73,16 @@ GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sample
       break;
     }
     const auto row = logits.subspan(logits.size() - size_t(n_vocab));
-    const int32_t id = sampler.sample(row);
+    int32_t id = sampler.sample(row);
+    if (opts.grammar && !opts.grammar->allows(id)) {
+      id = sampler.sample(row, [&](int32_t t) { return opts.grammar->allows(t); });
+      if (id < 0) fail("grammar: no token of the vocabulary can continue the text here");
+    }
+    if (opts.grammar) opts.grammar->accept(id);
     if (opts.on_sample) opts.on_sample(id, row);
     sampler.accept(id);
     res.tokens.push_back(id);
-    if (!opts.ignore_eog && tok.is_eog(id)) {
+    if (tok.is_eog(id) && (!opts.ignore_eog || (opts.grammar && opts.grammar->finished()))) {
       res.reason = StopReason::Eog;
       break;
     }

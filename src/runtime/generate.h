@@ -18,6 +18,7 @@ namespace minfer::runtime {
 
 class Context;
 class Sampler;
+class TokenGrammar;
 
 enum class StopReason { Eog, StopString, Length, ContextFull, Interrupted };
 const char* stop_reason_name(StopReason r);
@@ -35,6 +36,11 @@ struct GenerateOptions {
   const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT) to stop early
   // Each sampled token with the logits row it was drawn from (for log-probabilities).
   std::function<void(int32_t, std::span<const float>)> on_sample;
+  // The grammar the text must follow (llama.cpp's order: the chain samples; a token the grammar
+  // does not allow is sampled again with the grammar applied first). It advances with each
+  // token; once it is complete and nothing can extend it, end-of-generation ends the text even
+  // with ignore_eog.
+  TokenGrammar* grammar = nullptr;
 };
 
 struct GenerateResult {

@@ -78,6 +78,26 @@ void apply_top_k(std::vector<Candidate>& c, int32_t k) {
   c.resize(size_t(k));
 }
 
+void apply_allowed(std::vector<Candidate>& c, const std::function<bool(int32_t)>& allowed, int32_t k) {
+  // The best few first (a grammar that allows much finds its k there); where it allows little,
+  // the rest is filtered before it is sorted (its rejections are quick, a sort of the whole
+  // vocabulary is not).
+  const size_t head = k > 0 ? std::min(c.size(), std::max<size_t>(256, 4 * size_t(k))) : c.size();
+  std::partial_sort(c.begin(), c.begin() + std::ptrdiff_t(head), c.end(), better);
+  const size_t want = k > 0 ? size_t(k) : c.size();
+  size_t kept = 0;
+  for (size_t i = 0; i < head && kept < want; ++i)
+    if (std::isfinite(c[i].logit) && allowed(c[i].id)) c[kept++] = c[i];
+  if (kept < want && head < c.size()) {
+    const size_t tail = kept;
+    for (size_t i = head; i < c.size(); ++i)
+      if (std::isfinite(c[i].logit) && allowed(c[i].id)) c[kept++] = c[i];
+    std::sort(c.begin() + std::ptrdiff_t(tail), c.begin() + std::ptrdiff_t(kept), better);
+    kept = std::min(kept, want);
+  }
+  c.resize(kept);
+}
+
 void softmax(std::vector<Candidate>& c) {
   if (c.empty()) fail("sampling: no candidate tokens left");
   if (!std::is_sorted(c.begin(), c.end(), better)) std::sort(c.begin(), c.end(), better);
@@ -158,11 +178,11 @@ void Sampler::accept(int32_t token) {
   while (history_.size() > cap) history_.pop_front();
 }
 
-int32_t Sampler::sample(std::span<const float> logits) {
+int32_t Sampler::sample(std::span<const float> logits, const std::function<bool(int32_t)>& allowed) {
   const bool penalize = !history_.empty() && (p_.repeat_penalty != 1.0f ||
                                               p_.frequency_penalty != 0.0f ||
                                               p_.presence_penalty != 0.0f);
-  if (p_.temp <= 0 && !penalize && p_.logit_bias.empty()) return argmax(logits);
+  if (p_.temp <= 0 && !penalize && p_.logit_bias.empty() && !allowed) return argmax(logits);
 
   cand_ = make_candidates(logits);
   apply_logit_bias(cand_, p_.logit_bias);
@@ -170,6 +190,10 @@ int32_t Sampler::sample(std::span<const float> logits) {
     std::vector<int32_t> recent(history_.begin(), history_.end());
     apply_penalties(cand_, recent, p_.repeat_penalty, p_.frequency_penalty,
                     p_.presence_penalty);
+  }
+  if (allowed) {  // (bias and penalties act on each token alone: they commute with the filter)
+    apply_allowed(cand_, allowed, p_.temp <= 0 ? 1 : p_.top_k);
+    if (cand_.empty()) return -1;
   }
   if (p_.temp <= 0) {
     apply_top_k(cand_, 1);

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <random>
 #include <span>
 #include <vector>
@@ -60,6 +61,10 @@ void apply_top_p(std::vector<Candidate>& c, float p, size_t min_keep = 1);
 // Keeps the tokens whose probability is at least p times the top one (p <= 0: no-op).
 void apply_min_p(std::vector<Candidate>& c, float p, size_t min_keep = 1);
 void apply_temperature(std::vector<Candidate>& c, float temp);
+// Sorts (as top-k does) and keeps, in that order, the candidates `allowed` accepts and whose
+// logit is finite, at most k of them (k <= 0: all): top-k of what a grammar allows, checking no
+// more tokens than it takes.
+void apply_allowed(std::vector<Candidate>& c, const std::function<bool(int32_t)>& allowed, int32_t k);
 // Sorts (as top-k does) and fills p with the softmax of the logits (max-subtracted, double sum).
 void softmax(std::vector<Candidate>& c);
 // Highest logit, ties -> lowest id. Error on an empty list.
@@ -72,7 +77,9 @@ class Sampler {
   explicit Sampler(SamplerParams p);
 
   // Samples the next token from one row of logits (n_vocab entries). Does not accept it.
-  int32_t sample(std::span<const float> logits);
+  // With `allowed` (a grammar's test), only tokens it accepts are candidates, as llama.cpp
+  // applies its grammar sampler before the chain: -1 when it accepts none.
+  int32_t sample(std::span<const float> logits, const std::function<bool(int32_t)>& allowed = {});
   // Adds a token (prompt or generated) to the penalty history.
   void accept(int32_t token);
   void reset_history() { history_.clear(); }

@@ -4,6 +4,8 @@
 #include <limits>
 
 #include "common/error.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_grammar.h"
 
 namespace minfer::server {
 namespace {
@@ -156,6 +158,37 @@ void parse_prompt(const json& body, CompletionRequest& r) {
   if (r.prompt.empty() && r.prompt_tokens.empty()) fail("'prompt' is empty");
 }
 
+// llama-server's "grammar" (GBNF), or response_format: {"type": "text"}, or {"type":
+// "json_object"} (a JSON object: llama-server's grammar for it). A JSON schema is refused.
+void parse_grammar(const json& body, CompletionRequest& r) {
+  if (present(body, "grammar")) {
+    if (!body["grammar"].is_string()) fail("'grammar' must be a string (GBNF)");
+    r.grammar = body["grammar"].get<std::string>();
+  }
+  if (present(body, "response_format")) {
+    const json& f = body["response_format"];
+    const std::string type = f.is_object() && f.contains("type") && f["type"].is_string() ? f["type"].get<std::string>() : "";
+    if (type == "json_object") {
+      if (f.contains("schema") && !f["schema"].is_null() && !(f["schema"].is_object() && f["schema"].empty()))
+        fail("'response_format' with a JSON schema is not supported: minfer does not convert JSON schemas (give a GBNF 'grammar')");
+      if (!r.grammar.empty()) fail("'grammar' and a JSON 'response_format' together: give one of them");
+      r.grammar = grammar::kJsonObjectGrammar;
+    } else if (type == "json_schema") {
+      fail("'response_format' of type json_schema is not supported: minfer does not convert JSON schemas (give a GBNF 'grammar')");
+    } else if (type != "text") {
+      fail("'response_format' must be {{\"type\": \"text\"}} or {{\"type\": \"json_object\"}}");
+    }
+  }
+  if (!r.grammar.empty()) {
+    try {
+      grammar::parse_gbnf(r.grammar);
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      fail("'grammar': {}", m.rfind("grammar: ", 0) == 0 ? m.substr(9) : m);
+    }
+  }
+}
+
 // Requests for what minfer does not do: refused rather than silently ignored.
 void refuse_unsupported(const json& body, ApiKind kind) {
   if (const auto n = integer_field(body, "n", 1, 1 << 20); n && *n != 1)
@@ -163,11 +196,8 @@ void refuse_unsupported(const json& body, ApiKind kind) {
   for (const char* key : {"tools", "functions"})
     if (present(body, key) && !(body[key].is_array() && body[key].empty()))
       fail("'{}' is not supported: minfer does not call tools", key);
-  if (present(body, "response_format")) {
-    const json& f = body["response_format"];
-    if (!f.is_object() || f.value("type", "") != "text")
-      fail("'response_format' other than {{\"type\": \"text\"}} is not supported");
-  }
+  if (present(body, "json_schema"))
+    fail("'json_schema' is not supported: minfer does not convert JSON schemas (give a GBNF 'grammar')");
   if (kind == ApiKind::Completion) {
     if (bool_field(body, "echo")) fail("'echo' is not supported");
     if (present(body, "suffix") && !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty()))
@@ -205,6 +235,7 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) 
   } else {
     parse_prompt(j, r);
   }
+  parse_grammar(j, r);
 
   constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
   // max_completion_tokens is the chat API's current name, max_tokens the older one,

@@ -13,7 +13,9 @@
 //                llama-server's [[id, bias]], false for -inf)
 //   log-probabilities: chat logprobs: true + top_logprobs (default 20, as llama-server);
 //                completions logprobs: N (or n_probs); returned in llama-server's shape
-// Fields asking for what minfer does not do (n > 1, tools, a JSON response_format, echo,
+//   grammars:    [grammar] (GBNF), response_format {"type": "json_object"} without a schema
+//                (a JSON object, llama-server's grammar for it)
+// Fields asking for what minfer does not do (n > 1, tools, JSON schemas, echo,
 // suffix, best_of > 1, non-text content parts) are refused with a message naming them;
 // other fields (model, user, metadata, ...) are ignored, as llama-server does.
 #pragma once
@@ -49,6 +51,8 @@ struct CompletionRequest {
   int32_t top_logprobs = 0;  // and the most probable this many at its position
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+  std::string grammar;  // GBNF the reply must follow (llama-server's "grammar", or the JSON
+                        // grammar for response_format json_object); empty: none
 };
 
 // A request body that must be a JSON object: Error when it is not JSON, or not an object.

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <optional>
 #include <random>
 
 #include "common/error.h"
@@ -12,6 +13,7 @@
 #include "runtime/logprobs.h"
 #include "runtime/model.h"
 #include "runtime/prompt.h"
+#include "runtime/token_grammar.h"
 #include "server/http_common.h"
 #include "tokenizer/tokenizer.h"
 
@@ -123,6 +125,9 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   go.stop.insert(go.stop.end(), r.stop.begin(), r.stop.end());
   go.ignore_eog = r.ignore_eos || opts_.ignore_eos;
   go.interrupt = &cancel_;
+  std::optional<runtime::TokenGrammar> grammar;
+  if (const std::string& g = r.grammar.empty() ? opts_.grammar : r.grammar; !g.empty())
+    go.grammar = &grammar.emplace(g, model_.tokenizer());
   CompletionResult out;
   out.has_logprobs = r.logprobs;
   const tok::Tokenizer& tok = model_.tokenizer();

@@ -3,7 +3,9 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <set>
+#include <vector>
 
 #include "common/error.h"
 #include "runtime/sampler.h"
@@ -261,4 +263,41 @@ TEST(Sampler, ValidateRejectsBadValues) {
   } catch (const minfer::Error& e) {
     EXPECT_NE(std::string(e.what()).find("top-p"), std::string::npos);
   }
+}
+
+// A grammar's filter: the top-k of the allowed tokens in the chain's order (ties to the lower
+// id), as filtering everything and then taking top-k would give (the reference), whatever k and
+// however much is allowed; -inf logits (banned) never survive.
+TEST(Sampler, AllowedKeepsTheTopKOfWhatIsAllowed) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 200; ++round) {
+    const int n = 1 + int(rng() % 3000);
+    std::vector<float> logits(static_cast<size_t>(n));
+    for (float& l : logits) l = float(int(rng() % 50)) * 0.25f;  // many ties
+    for (int b = 0; b < n / 20; ++b) logits[rng() % size_t(n)] = -INFINITY;
+    const int every = 1 + int(rng() % 400);  // from all allowed to almost none
+    auto allowed = [&](int32_t id) { return id % every == 0; };
+    const int32_t k = std::vector<int32_t>{0, 1, 5, 40, 300, 5000}[rng() % 6];
+    std::vector<Candidate> got = make_candidates(logits);
+    apply_allowed(got, allowed, k);
+    std::vector<Candidate> want = make_candidates(logits);
+    std::erase_if(want, [&](const Candidate& c) { return !allowed(c.id) || !std::isfinite(c.logit); });
+    apply_top_k(want, k);
+    ASSERT_EQ(got.size(), want.size()) << "n " << n << " every " << every << " k " << k;
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i].id, want[i].id) << i;
+  }
+}
+
+TEST(Sampler, AllowedGreedyIsTheBestAllowedAndNoneIsMinusOne) {
+  SamplerParams p;
+  p.temp = 0;
+  Sampler s(p);
+  const std::vector<float> logits = {1.0f, 5.0f, 3.0f, 5.0f, 4.0f};
+  EXPECT_EQ(s.sample(logits), 1);
+  EXPECT_EQ(s.sample(logits, [](int32_t id) { return id != 1; }), 3);
+  EXPECT_EQ(s.sample(logits, [](int32_t id) { return id % 2 == 0; }), 4);
+  EXPECT_EQ(s.sample(logits, [](int32_t) { return false; }), -1);
+  p.temp = 0.8f;
+  Sampler t(p);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(t.sample(logits, [](int32_t id) { return id == 2; }), 2);
 }

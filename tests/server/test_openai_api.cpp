@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "grammar/json_grammar.h"
 #include "server/openai_api.h"
 
 using namespace minfer;
@@ -55,6 +56,20 @@ TEST(OpenAiRequest, ChatRequestAsTheReferenceWritesIt) {
   EXPECT_TRUE(r.include_usage);
   EXPECT_FALSE(r.top_k.has_value());
   EXPECT_EQ(r.template_kwargs, (json{{"enable_thinking", false}}));
+  EXPECT_TRUE(r.grammar.empty());
+}
+
+// llama-server's "grammar" and OpenAI's JSON mode, which llama-server serves with the grammar
+// of a JSON object; JSON schemas are refused.
+TEST(OpenAiRequest, GrammarAndJsonMode) {
+  const std::string msg = R"("messages": [{"role": "user", "content": "x"}])";
+  auto chat = [&](const std::string& extra) { return parse_completion_request("{" + msg + ", " + extra + "}", ApiKind::Chat); };
+  EXPECT_EQ(chat(R"("grammar": "root ::= [0-9]+")").grammar, "root ::= [0-9]+");
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "x", "grammar": "root ::= \"a\""})", ApiKind::Completion).grammar,
+            "root ::= \"a\"");
+  EXPECT_EQ(chat(R"("response_format": {"type": "json_object"})").grammar, grammar::kJsonObjectGrammar);
+  EXPECT_EQ(chat(R"("response_format": {"type": "json_object", "schema": {}})").grammar, grammar::kJsonObjectGrammar);
+  EXPECT_TRUE(chat(R"("response_format": {"type": "text"}, "grammar": "")").grammar.empty());
 }
 
 TEST(OpenAiRequest, CompletionPromptForms) {
@@ -102,8 +117,17 @@ TEST(OpenAiRequest, BadOrUnsupportedFieldsAreRefusedByName) {
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 101})",
        "'top_logprobs' must be in"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})", "'tools'"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})",
-       "'response_format'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {}}})",
+       "json_schema is not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object", "schema": {"type": "array"}}})",
+       "with a JSON schema is not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "yaml"}})", "'response_format' must be"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "json_schema": {}})", "'json_schema' is not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "grammar": 3})", "'grammar' must be a string"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "grammar": "root ::= x"})",
+       "'grammar': undefined rule 'x' at line 1, column 10"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "grammar": "root ::= \"a\"", "response_format": {"type": "json_object"}})",
+       "give one of them"},
       {R"({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"})", "'temperature' must be a number"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1})", "'max_tokens' must be in"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": 1.5})",

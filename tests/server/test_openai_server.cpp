@@ -3,6 +3,8 @@
 // template into the golden chat-hi prompt, the KV cache carries over between requests without
 // changing the result, and bad requests get OpenAI's error bodies with 4xx.
 #include <gtest/gtest.h>
+
+#include <regex>
 #include <httplib.h>
 
 #include <fstream>
@@ -346,6 +348,50 @@ TEST(OpenAiServer, ModelsHealthAndTokenizerEndpoints) {
   EXPECT_EQ(post(cli, "/detokenize", {{"tokens", ids}})["content"], "<s> " + golden["prompt_text"].get<std::string>());
   ids.erase(ids.begin());
   EXPECT_EQ(post(cli, "/detokenize", {{"tokens", ids}})["content"], golden["prompt_text"]);
+}
+
+// A request's grammar constrains its reply, whole and streamed (checked against std::regex);
+// JSON mode gives text that parses as a JSON object (nlohmann::json as the judge), then the end
+// of generation; the server's default grammar (--grammar) applies to requests without one.
+TEST(OpenAiServer, GrammarsConstrainTheReply) {
+  MINFER_REQUIRE_SHARED();
+  server::ServeOptions o;
+  o.grammar = "root ::= \" \" [a-z]+ \" \" [a-z]+";
+  auto r = start("stories260K.gguf", o);
+  httplib::Client cli("127.0.0.1", r->port);
+  const std::regex words(" ?[a-z]+( [a-z]+){2,7}\\.");
+  json body = {{"prompt", "Once upon a time"}, {"max_tokens", 100}, {"temperature", 0},
+               {"grammar", "root ::= (\" \" [a-z]+){3,8} \".\""}};
+  json res = post(cli, "/v1/completions", body);
+  const std::string text = res["choices"][0]["text"];
+  EXPECT_TRUE(std::regex_match(text, words)) << text;
+  EXPECT_EQ(res["choices"][0]["finish_reason"], "stop");
+  body["stream"] = true;
+  auto sres = cli.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(sres);
+  std::string streamed;
+  for (const std::string& p : sse_payloads(sres->body))
+    if (p != "[DONE]") streamed += json::parse(p)["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(streamed, text);
+
+  for (const char* prompt : {"Once upon a time", "The dog"}) {
+    json js = {{"prompt", prompt}, {"max_tokens", 200}, {"temperature", 0},
+               {"response_format", {{"type", "json_object"}}}};
+    res = post(cli, "/v1/completions", js);
+    const std::string out = res["choices"][0]["text"];
+    ASSERT_EQ(res["choices"][0]["finish_reason"], "stop") << out;
+    json parsed;
+    ASSERT_NO_THROW(parsed = json::parse(out)) << out;
+    EXPECT_TRUE(parsed.is_object()) << out;
+  }
+
+  res = post(cli, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 20}, {"temperature", 0}});
+  EXPECT_TRUE(std::regex_match(res["choices"][0]["text"].get<std::string>(), std::regex(" [a-z]+ [a-z]+")))
+      << res["choices"][0]["text"];
+  EXPECT_NE(post(cli, "/v1/completions", {{"prompt", "x"}, {"grammar", "root ::= ("}}, 400)["error"]["message"]
+                .get<std::string>()
+                .find("'grammar'"),
+            std::string::npos);
 }
 
 TEST(OpenAiServer, BadRequestsGetOpenAiErrors) {
