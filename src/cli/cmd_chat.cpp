@@ -58,8 +58,9 @@ const char* kHelp =
 class ChatSession {
  public:
   ChatSession(const runtime::Model& m, runtime::Context& ctx, runtime::Sampler& s,
-              std::string tmpl, cli::Log& log, const cli::GenFlags& f)
-      : m_(m), ctx_(ctx), sampler_(s), tmpl_(std::move(tmpl)), log_(log), f_(f), grammar_(f.grammar_text()) {
+              std::string tmpl, cli::Log& log, const cli::GenFlags& f,
+              std::shared_ptr<const grammar::Grammar> grammar)
+      : m_(m), ctx_(ctx), sampler_(s), tmpl_(std::move(tmpl)), log_(log), f_(f), grammar_(std::move(grammar)) {
     clear();
   }
 
@@ -91,7 +92,7 @@ class ChatSession {
     go.ignore_eog = f_.ignore_eos;
     go.interrupt = &g_interrupt;
     std::optional<runtime::TokenGrammar> grammar;  // each reply follows it from its start
-    if (!grammar_.empty()) go.grammar = &grammar.emplace(grammar_, m_.tokenizer());
+    if (grammar_) go.grammar = &grammar.emplace(grammar_, m_.tokenizer());
     g_interrupt.store(false);
     int64_t evaluated_prefill = -1;
     go.prefill_progress = [&](double x) {
@@ -236,7 +237,7 @@ class ChatSession {
   std::string tmpl_;
   cli::Log& log_;
   const cli::GenFlags& f_;
-  const std::string grammar_;  // GBNF text, or empty
+  const std::shared_ptr<const grammar::Grammar> grammar_;  // or none
   json messages_;
   std::vector<int32_t> kv_tokens_;
   std::string kv_text_;
@@ -264,6 +265,7 @@ int run_chat(int argc, char** argv) {
     return 2;
   }
   f.validate();
+  const auto grammar_rules = f.grammar_rules();
   cli::Log log;
   f.setup_log(log);
 
@@ -274,7 +276,7 @@ int run_chat(int argc, char** argv) {
   auto cp = cli::context_params(model, f);
   runtime::Context ctx(model, cp);
   runtime::Sampler sampler(f.sampler_params());
-  ChatSession chat(model, ctx, sampler, *tmpl, log, f);
+  ChatSession chat(model, ctx, sampler, *tmpl, log, f, grammar_rules);
   if (!session_path.empty() && std::filesystem::exists(session_path)) chat.load(session_path);
 
   const bool interactive = isatty(STDIN_FILENO);

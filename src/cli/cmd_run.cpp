@@ -74,6 +74,7 @@ int run_run(int argc, char** argv) {
     return 2;
   }
   f.validate();
+  const auto grammar_rules = f.grammar_rules();
 
   cli::Log log;
   f.setup_log(log);
@@ -140,7 +141,7 @@ int run_run(int argc, char** argv) {
   go.ignore_eog = f.ignore_eos;
   go.strip_leading_space = tok.add_space_prefix() && !templated;
   std::optional<runtime::TokenGrammar> grammar;
-  if (const std::string g = f.grammar_text(); !g.empty()) go.grammar = &grammar.emplace(g, tok);
+  if (grammar_rules) go.grammar = &grammar.emplace(grammar_rules, tok);
   cli::Progress bar("prompt", !f.quiet && tokens.size() >= 256);
   go.prefill_progress = [&](double x) { bar.update(x); };
   bool first = true;

@@ -36,6 +36,7 @@ int run_serve(int argc, char** argv) {
     return 2;
   }
   f.validate();
+  const auto grammar_rules = f.grammar_rules();
   cli::Log log;
   f.setup_log(log);
 
@@ -59,7 +60,7 @@ int run_serve(int argc, char** argv) {
   o.stop = f.stop;
   o.ignore_eos = f.ignore_eos;
   o.system = f.system;
-  o.grammar = f.grammar_text();
+  o.grammar = grammar_rules;
   o.log = [&log](const std::string& line) { log.info("{}", line); };
 
   server::OpenAiServer srv(model, o);

@@ -12,7 +12,6 @@
 #include "cli/progress.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
-#include "grammar/gbnf.h"
 #include "runtime/cpu_count.h"
 #include "runtime/memory_limit.h"
 #include "tokenizer/tokenizer.h"
@@ -86,17 +85,14 @@ void GenFlags::validate() const {
   if (threads > 1024) fail("-t {}: more than 1024 threads", threads);
   parse_kv_type(kv_type);
   sampler_params().validate();
-  if (const std::string g = grammar_text(); !g.empty()) grammar::parse_gbnf(g);  // its errors before the model loads
 }
 
-std::string GenFlags::grammar_text() const {
+std::shared_ptr<const grammar::Grammar> GenFlags::grammar_rules() const {
   if (!grammar.empty() && !grammar_file.empty()) fail("--grammar and --grammar-file: give one of them");
-  if (!grammar_file.empty()) {
-    std::string g = read_text_file(grammar_file, "grammar file");
-    if (g.empty()) fail("{}: the grammar file is empty", grammar_file);
-    return g;
-  }
-  return grammar;
+  if (grammar_file.empty() && grammar.empty()) return nullptr;
+  const std::string text = grammar_file.empty() ? grammar : read_text_file(grammar_file, "grammar file");
+  if (text.empty()) fail("{}: the grammar file is empty", grammar_file);
+  return std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(text));
 }
 
 // llama.cpp's -l format: the token id, then + or - and the bias ("-inf" bans the token).

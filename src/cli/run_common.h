@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/gbnf.h"
 #include "runtime/context.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
@@ -78,9 +79,9 @@ struct GenFlags {
   // Range checks (Error, exit 1) and the derived sampler parameters.
   runtime::SamplerParams sampler_params() const;
   void validate() const;
-  // The GBNF text of --grammar or --grammar-file ("" when neither; Error for both, or a file
-  // that cannot be read).
-  std::string grammar_text() const;
+  // --grammar or --grammar-file parsed (nullptr when neither; Error for both, a file that cannot
+  // be read, or a grammar that does not parse). The commands call it once, before the model loads.
+  std::shared_ptr<const grammar::Grammar> grammar_rules() const;
 };
 
 struct Loaded {

@@ -5,9 +5,6 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <string_view>
-#include <vector>
 
 #include "grammar/matcher.h"
 
@@ -19,8 +16,8 @@ namespace minfer::runtime {
 
 class TokenGrammar {
  public:
-  // Error (minfer::Error) for a GBNF text that does not parse.
-  TokenGrammar(std::string_view gbnf, const tok::Tokenizer& tok);
+  // At the start of the grammar; `tok` must outlive this.
+  TokenGrammar(std::shared_ptr<const grammar::Grammar> rules, const tok::Tokenizer& tok);
 
   bool allows(int32_t id) const;
   // Appends the token's text (end-of-generation tokens: nothing). Error when !allows(id).
@@ -30,8 +27,7 @@ class TokenGrammar {
 
  private:
   grammar::Matcher m_;
-  std::vector<std::string> pieces_;
-  std::vector<bool> eog_;
+  const tok::Tokenizer& tok_;
 };
 
 }  // namespace minfer::runtime

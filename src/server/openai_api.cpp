@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "common/error.h"
-#include "grammar/gbnf.h"
 #include "grammar/json_grammar.h"
 
 namespace minfer::server {
@@ -161,9 +160,10 @@ void parse_prompt(const json& body, CompletionRequest& r) {
 // llama-server's "grammar" (GBNF), or response_format: {"type": "text"}, or {"type":
 // "json_object"} (a JSON object: llama-server's grammar for it). A JSON schema is refused.
 void parse_grammar(const json& body, CompletionRequest& r) {
+  std::string text;
   if (present(body, "grammar")) {
     if (!body["grammar"].is_string()) fail("'grammar' must be a string (GBNF)");
-    r.grammar = body["grammar"].get<std::string>();
+    text = body["grammar"].get<std::string>();
   }
   if (present(body, "response_format")) {
     const json& f = body["response_format"];
@@ -171,17 +171,17 @@ void parse_grammar(const json& body, CompletionRequest& r) {
     if (type == "json_object") {
       if (f.contains("schema") && !f["schema"].is_null() && !(f["schema"].is_object() && f["schema"].empty()))
         fail("'response_format' with a JSON schema is not supported: minfer does not convert JSON schemas (give a GBNF 'grammar')");
-      if (!r.grammar.empty()) fail("'grammar' and a JSON 'response_format' together: give one of them");
-      r.grammar = grammar::kJsonObjectGrammar;
+      if (!text.empty()) fail("'grammar' and a JSON 'response_format' together: give one of them");
+      text = grammar::kJsonObjectGrammar;
     } else if (type == "json_schema") {
       fail("'response_format' of type json_schema is not supported: minfer does not convert JSON schemas (give a GBNF 'grammar')");
     } else if (type != "text") {
       fail("'response_format' must be {{\"type\": \"text\"}} or {{\"type\": \"json_object\"}}");
     }
   }
-  if (!r.grammar.empty()) {
+  if (!text.empty()) {
     try {
-      grammar::parse_gbnf(r.grammar);
+      r.grammar = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(text));
     } catch (const Error& e) {
       const std::string m = e.what();
       fail("'grammar': {}", m.rfind("grammar: ", 0) == 0 ? m.substr(9) : m);

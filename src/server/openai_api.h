@@ -20,6 +20,7 @@
 // other fields (model, user, metadata, ...) are ignored, as llama-server does.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -27,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "grammar/gbnf.h"
 #include "runtime/sampler.h"
 
 namespace minfer::server {
@@ -51,8 +53,9 @@ struct CompletionRequest {
   int32_t top_logprobs = 0;  // and the most probable this many at its position
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
-  std::string grammar;  // GBNF the reply must follow (llama-server's "grammar", or the JSON
-                        // grammar for response_format json_object); empty: none
+  // The grammar the reply must follow (llama-server's "grammar", or the JSON-object grammar for
+  // response_format json_object), parsed; none when null.
+  std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 // A request body that must be a JSON object: Error when it is not JSON, or not an object.

@@ -126,8 +126,7 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   go.ignore_eog = r.ignore_eos || opts_.ignore_eos;
   go.interrupt = &cancel_;
   std::optional<runtime::TokenGrammar> grammar;
-  if (const std::string& g = r.grammar.empty() ? opts_.grammar : r.grammar; !g.empty())
-    go.grammar = &grammar.emplace(g, model_.tokenizer());
+  if (const auto& rules = r.grammar ? r.grammar : opts_.grammar) go.grammar = &grammar.emplace(rules, model_.tokenizer());
   CompletionResult out;
   out.has_logprobs = r.logprobs;
   const tok::Tokenizer& tok = model_.tokenizer();

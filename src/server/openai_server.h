@@ -51,7 +51,7 @@ struct ServeOptions {
   std::vector<std::string> stop;      // stop strings added to every request's
   bool ignore_eos = false;            // for every request (a request can also ask for it)
   std::string system;                 // a system message for chats that bring none
-  std::string grammar;                // GBNF for requests that bring no grammar or JSON format
+  std::shared_ptr<const grammar::Grammar> grammar;  // for requests that bring no grammar or JSON format
   size_t max_body = 8u << 20;
   std::function<void(const std::string&)> log;  // one line per request (stderr in the CLI)
 };

@@ -55,6 +55,11 @@ std::string Tokenizer::Impl::compute_piece(int32_t id) const {
   return {};
 }
 
+const std::string& Tokenizer::token_piece(int32_t id) const {
+  impl_->check_id(id);
+  return impl_->pieces[id];
+}
+
 std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
   impl_->check_id(id);
   if (!render_special && (impl_->tokens[id].attr & (ATTR_UNKNOWN | ATTR_CONTROL))) return {};

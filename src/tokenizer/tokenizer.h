@@ -55,6 +55,8 @@ class Tokenizer {
   // The bytes of one token (may be part of a UTF-8 character). CONTROL/UNKNOWN tokens give
   // "" unless render_special. Error for an id outside [0, n_vocab).
   std::string token_to_piece(int32_t id, bool render_special = true) const;
+  // token_to_piece(id, true) without the copy (the tokenizer keeps every piece).
+  const std::string& token_piece(int32_t id) const;
   // llama_detokenize(ids, remove_special, unparse_special = !remove_special): with
   // remove_special a leading BOS / trailing EOS is dropped and control tokens are not shown.
   std::string decode(std::span<const int32_t> ids, bool remove_special = false) const;

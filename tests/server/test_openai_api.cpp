@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "grammar/json_grammar.h"
+#include "grammar/matcher.h"
 #include "server/openai_api.h"
 
 using namespace minfer;
@@ -56,7 +56,7 @@ TEST(OpenAiRequest, ChatRequestAsTheReferenceWritesIt) {
   EXPECT_TRUE(r.include_usage);
   EXPECT_FALSE(r.top_k.has_value());
   EXPECT_EQ(r.template_kwargs, (json{{"enable_thinking", false}}));
-  EXPECT_TRUE(r.grammar.empty());
+  EXPECT_EQ(r.grammar, nullptr);
 }
 
 // llama-server's "grammar" and OpenAI's JSON mode, which llama-server serves with the grammar
@@ -64,12 +64,26 @@ TEST(OpenAiRequest, ChatRequestAsTheReferenceWritesIt) {
 TEST(OpenAiRequest, GrammarAndJsonMode) {
   const std::string msg = R"("messages": [{"role": "user", "content": "x"}])";
   auto chat = [&](const std::string& extra) { return parse_completion_request("{" + msg + ", " + extra + "}", ApiKind::Chat); };
-  EXPECT_EQ(chat(R"("grammar": "root ::= [0-9]+")").grammar, "root ::= [0-9]+");
-  EXPECT_EQ(parse_completion_request(R"({"prompt": "x", "grammar": "root ::= \"a\""})", ApiKind::Completion).grammar,
-            "root ::= \"a\"");
-  EXPECT_EQ(chat(R"("response_format": {"type": "json_object"})").grammar, grammar::kJsonObjectGrammar);
-  EXPECT_EQ(chat(R"("response_format": {"type": "json_object", "schema": {}})").grammar, grammar::kJsonObjectGrammar);
-  EXPECT_TRUE(chat(R"("response_format": {"type": "text"}, "grammar": "")").grammar.empty());
+  // Whether the request's grammar takes `text` whole.
+  auto takes = [](const CompletionRequest& r, const std::string& text) {
+    grammar::Matcher m(r.grammar);
+    if (!m.allows(text)) return false;
+    m.accept(text);
+    return m.complete();
+  };
+  const auto digits = chat(R"("grammar": "root ::= [0-9]+")");
+  ASSERT_NE(digits.grammar, nullptr);
+  EXPECT_TRUE(takes(digits, "123"));
+  EXPECT_FALSE(takes(digits, "12a"));
+  EXPECT_TRUE(takes(parse_completion_request(R"({"prompt": "x", "grammar": "root ::= \"a\""})", ApiKind::Completion), "a"));
+  for (const char* format : {R"("response_format": {"type": "json_object"})", R"("response_format": {"type": "json_object", "schema": {}})"}) {
+    const auto json_mode = chat(format);
+    ASSERT_NE(json_mode.grammar, nullptr) << format;
+    EXPECT_TRUE(takes(json_mode, R"({"a": [1, -2.5e3, "x\n", true, null, {}]})")) << format;
+    EXPECT_FALSE(takes(json_mode, "[1]")) << format;  // an object, as llama-server's grammar
+    EXPECT_FALSE(takes(json_mode, R"({"a": 01})")) << format;
+  }
+  EXPECT_EQ(chat(R"("response_format": {"type": "text"}, "grammar": "")").grammar, nullptr);
 }
 
 TEST(OpenAiRequest, CompletionPromptForms) {

@@ -356,7 +356,7 @@ TEST(OpenAiServer, ModelsHealthAndTokenizerEndpoints) {
 TEST(OpenAiServer, GrammarsConstrainTheReply) {
   MINFER_REQUIRE_SHARED();
   server::ServeOptions o;
-  o.grammar = "root ::= \" \" [a-z]+ \" \" [a-z]+";
+  o.grammar = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf("root ::= \" \" [a-z]+ \" \" [a-z]+"));
   auto r = start("stories260K.gguf", o);
   httplib::Client cli("127.0.0.1", r->port);
   const std::regex words(" ?[a-z]+( [a-z]+){2,7}\\.");
