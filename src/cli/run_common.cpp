@@ -1,7 +1,5 @@
 #include "cli/run_common.h"
 
-#include "grammar/gbnf.h"
-
 #include <chrono>
 #include <cstdlib>
 #include <cmath>

@@ -15,8 +15,9 @@ bool TokenGrammar::allows(int32_t id) const {
 }
 
 void TokenGrammar::accept(int32_t id) {
-  if (!allows(id)) fail("grammar: token {} does not fit the grammar here", id);
-  if (!tok_.is_eog(id)) m_.accept(tok_.token_piece(id));
+  if (id < 0 || id >= tok_.n_vocab() || (tok_.is_eog(id) && !m_.complete()))
+    fail("grammar: token {} does not fit the grammar here", id);
+  if (!tok_.is_eog(id)) m_.accept(tok_.token_piece(id));  // (Error when it does not fit)
 }
 
 }  // namespace minfer::runtime
