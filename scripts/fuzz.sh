@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes a parser: scripts/fuzz.sh BUILD_DIR SECONDS [gguf|template|imatrix|openai_request|gbnf]
+# Fuzzes a parser: scripts/fuzz.sh BUILD_DIR SECONDS [gguf|template|imatrix|openai_request|gbnf|json_schema]
 # BUILD_DIR must hold fuzz_<target> built with -DMINFER_FUZZ=ON (clang).
 # gguf (default): the seed corpus is the first 64 KB of every GGUF file in ../shared plus a
 # small complete GGUF built here, so the fuzzer starts from real headers.
@@ -7,6 +7,7 @@
 # imatrix: the seeds are a small legacy importance-matrix file and a small GGUF one built here.
 # openai_request: the seeds are chat and completion request bodies (minfer serve).
 # gbnf: the seeds are GBNF grammars (JSON, a chess-like one, repetitions), each with text to match.
+# json_schema: the seeds are JSON schemas (objects, refs, patterns, ranges), each with text to match.
 # Exits non-zero when the fuzzer finds a crash.
 set -euo pipefail
 BUILD_DIR=${1:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}
@@ -27,7 +28,8 @@ if [ "$TARGET" = openai_request ]; then
   printf '%s' '{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"}]}],"max_completion_tokens":16,"temperature":0.7,"top_p":0.9,"seed":42,"stop":["\n"],"stream":true,"stream_options":{"include_usage":true},"logprobs":true,"top_logprobs":3,"logit_bias":{"15043":-1.5,"2":false},"chat_template_kwargs":{"enable_thinking":false}}' > "$SEED/chat.json"
   printf '%s' '{"prompt":"Once upon a time","max_tokens":8,"n":1,"logprobs":null,"top_k":40,"min_p":0.05,"repeat_penalty":1.1,"repeat_last_n":-1,"ignore_eos":true,"echo":false,"logprobs":2,"logit_bias":[[1,false],[7,2]]}' > "$SEED/completion.json"
   printf '%s' '{"prompt":[1,403,407],"n_predict":-1,"seed":-1,"stop":"END","frequency_penalty":0.5,"presence_penalty":-0.5}' > "$SEED/tokens.json"
-  echo "fuzz.sh: 3 seeds in $SEED; fuzzing fuzz_openai_request for $SECONDS_TO_RUN s"
+  printf '%s' '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","strict":true,"schema":{"type":"object","properties":{"a":{"type":"integer","minimum":3}},"required":["a"]}}}}' > "$SEED/schema.json"
+  echo "fuzz.sh: 4 seeds in $SEED; fuzzing fuzz_openai_request for $SECONDS_TO_RUN s"
   exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -timeout=10 \
     -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
 fi
@@ -38,6 +40,16 @@ if [ "$TARGET" = gbnf ]; then
   printf 'root ::= (\n  "1. " move " " move "\\n"\n  ([1-9] [0-9]? ". " move " " move "\\n")+\n)\nmove ::= (pawn | castle) [+#]?  # comment\npawn ::= [a-h] [1-8]\ncastle ::= "O-O" ("-O")?\n\0001. e4 e5\n\x012. O-O-O+ a1\n' > "$SEED/chess"
   printf 'root ::= "\\u00e9"{2,4} [^a-c]* . "x"? ("ab" | [\\x41-\\x5A]){0,3}\n\0\xc3\x01\xa9\xc3\xa9zz\x01\xf0\x9f\x98\x80' > "$SEED/utf8"
   echo "fuzz.sh: 3 seeds in $SEED; fuzzing fuzz_gbnf for $SECONDS_TO_RUN s"
+  exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
+fi
+
+if [ "$TARGET" = json_schema ]; then
+  # a schema, a NUL byte, then pieces of text cut at \x01 (fuzz/fuzz_json_schema.cpp)
+  printf '%s\0%s' '{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":20},"age":{"type":"integer","minimum":0,"maximum":150},"tags":{"type":"array","items":{"enum":["a","b",null]},"maxItems":3}},"required":["name"],"additionalProperties":{"type":"number"}}' $'{"name": "x\x01y", "age"\x01: 42, "z": 1e5}' > "$SEED/object"
+  printf '%s\0%s' '{"$ref":"#/$defs/node","$defs":{"node":{"anyOf":[{"type":"null"},{"type":"object","properties":{"v":{"type":"integer","exclusiveMinimum":-1000},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}}}]}}}' $'{"v": -5, "kids": [null, {"kids"\x01: []}]}' > "$SEED/tree"
+  printf '%s\0%s' '{"allOf":[{"properties":{"d":{"type":"string","format":"date-time"}}},{"anyOf":[{"properties":{"p":{"type":"string","pattern":"^(\\([0-9]{1,3}\\))?[a-z]+|x.y$"}}}]}]}' $'{"d": "2024-01-01T00:00:00Z", "p": "(12)ab\x01c"}' > "$SEED/patterns"
+  echo "fuzz.sh: 3 seeds in $SEED; fuzzing fuzz_json_schema for $SECONDS_TO_RUN s"
   exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -timeout=10 \
     -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
 fi

@@ -21,13 +21,14 @@ cmake --build build-asan -j"$JOBS"
 ctest --test-dir build-asan --output-on-failure -j"$JOBS" -LE slow
 
 if [ -f fuzz/CMakeLists.txt ]; then
-  echo "== fuzzing the GGUF reader (60 s), the chat-template interpreter (30 s), the imatrix reader (20 s), the server's request parser (20 s) and the GBNF grammars (20 s)"
+  echo "== fuzzing the GGUF reader (60 s), the chat-template interpreter (30 s), the imatrix reader (20 s), the server's request parser (20 s), the GBNF grammars (20 s) and JSON schemas (20 s)"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DMINFER_FUZZ=ON -DMINFER_BUILD_TESTS=OFF >/dev/null
-  cmake --build build-fuzz -j"$JOBS" --target fuzz_gguf fuzz_template fuzz_imatrix fuzz_openai_request fuzz_gbnf
+  cmake --build build-fuzz -j"$JOBS" --target fuzz_gguf fuzz_template fuzz_imatrix fuzz_openai_request fuzz_gbnf fuzz_json_schema
   bash scripts/fuzz.sh build-fuzz 60 gguf
   bash scripts/fuzz.sh build-fuzz 30 template
   bash scripts/fuzz.sh build-fuzz 20 imatrix
   bash scripts/fuzz.sh build-fuzz 20 openai_request
   bash scripts/fuzz.sh build-fuzz 20 gbnf
+  bash scripts/fuzz.sh build-fuzz 20 json_schema
 fi

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "cli/progress.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
+#include "grammar/json_schema.h"
 #include "runtime/cpu_count.h"
 #include "runtime/memory_limit.h"
 #include "tokenizer/tokenizer.h"
@@ -64,6 +66,9 @@ void GenFlags::add_to(CLI::App& app) {
       ->allow_extra_args(false);
   app.add_option("--grammar", grammar, "GBNF grammar the generated text must follow (llama.cpp's format)");
   app.add_option("--grammar-file", grammar_file, "file holding such a grammar");
+  app.add_option("-j,--json-schema", json_schema,
+                 "JSON schema the generated text must follow (as llama.cpp: {} is any JSON object)");
+  app.add_option("--json-schema-file", json_schema_file, "file holding such a schema");
   app.add_option("--kv-type", kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
   app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
   app.add_flag("--no-template", no_template, "raw completion: do not apply the chat template");
@@ -86,7 +91,14 @@ void GenFlags::validate() const {
 }
 
 std::shared_ptr<const grammar::Grammar> GenFlags::grammar_rules() const {
-  if (!grammar.empty() && !grammar_file.empty()) fail("--grammar and --grammar-file: give one of them");
+  const int given = !grammar.empty() + !grammar_file.empty() + !json_schema.empty() + !json_schema_file.empty();
+  if (given > 1) fail("--grammar, --grammar-file, --json-schema, --json-schema-file: give one of them");
+  if (!json_schema.empty() || !json_schema_file.empty()) {
+    const std::string text = json_schema.empty() ? read_text_file(json_schema_file, "JSON schema file") : json_schema;
+    grammar::SchemaGrammar g = grammar::json_schema_text_to_gbnf(text);
+    for (const std::string& w : g.warnings) std::fprintf(stderr, "warning: JSON schema: %s\n", w.c_str());
+    return std::make_shared<const grammar::Grammar>(std::move(g.grammar));
+  }
   if (grammar_file.empty() && grammar.empty()) return nullptr;
   const std::string text = grammar_file.empty() ? grammar : read_text_file(grammar_file, "grammar file");
   if (text.empty()) fail("{}: the grammar file is empty", grammar_file);

@@ -64,6 +64,8 @@ struct GenFlags {
   std::vector<std::string> logit_bias;  // TOKEN_ID(+/-)BIAS, as llama.cpp's -l
   std::string grammar;       // GBNF text (--grammar)
   std::string grammar_file;  // or a file of it (--grammar-file)
+  std::string json_schema;       // or a JSON schema, made a grammar as llama.cpp does (-j)
+  std::string json_schema_file;  // or a file of it
   std::string kv_type = "f16";  // llama.cpp's default
   bool no_template = false;
   bool ignore_eos = false;
@@ -79,8 +81,10 @@ struct GenFlags {
   // Range checks (Error, exit 1) and the derived sampler parameters.
   runtime::SamplerParams sampler_params() const;
   void validate() const;
-  // --grammar or --grammar-file parsed (nullptr when neither; Error for both, a file that cannot
-  // be read, or a grammar that does not parse). The commands call it once, before the model loads.
+  // --grammar, --grammar-file, --json-schema or --json-schema-file parsed (nullptr when none;
+  // Error for two of them, a file that cannot be read, a grammar that does not parse or a schema
+  // that does not convert; what a schema's grammar does not enforce is a warning on stderr). The
+  // commands call it once, before the model loads.
   std::shared_ptr<const grammar::Grammar> grammar_rules() const;
 };
 

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "common/error.h"
-#include "grammar/json_grammar.h"
+#include "grammar/json_schema.h"
 
 namespace minfer::server {
 namespace {
@@ -157,29 +157,42 @@ void parse_prompt(const json& body, CompletionRequest& r) {
   if (r.prompt.empty() && r.prompt_tokens.empty()) fail("'prompt' is empty");
 }
 
-// llama-server's "grammar" (GBNF), or response_format: {"type": "text"}, or {"type":
-// "json_object"} (a JSON object: llama-server's grammar for it). A JSON schema is refused.
+// llama-server's "grammar" (GBNF) or "json_schema", or OpenAI's response_format: {"type":
+// "text"}, {"type": "json_object"} (any JSON object, or the "schema" inside), {"type":
+// "json_schema", "json_schema": {"schema": ...}}. A schema constrains the reply through the
+// grammar llama.cpp's json_schema_to_grammar writes for it.
 void parse_grammar(const json& body, CompletionRequest& r) {
+  std::optional<json> schema;
+  auto set_schema = [&](const json& s) {
+    if (schema) fail("'json_schema' and a JSON 'response_format' together: give one of them");
+    schema = s.is_null() ? json::object() : s;
+  };
+  if (present(body, "json_schema")) set_schema(body["json_schema"]);
+  if (present(body, "response_format")) {
+    const json& f = body["response_format"];
+    const std::string type = f.is_object() && f.contains("type") && f["type"].is_string() ? f["type"].get<std::string>() : "";
+    if (type == "json_object") {
+      set_schema(f.contains("schema") ? f["schema"] : json::object());
+    } else if (type == "json_schema") {
+      if (!f.contains("json_schema") || !f["json_schema"].is_object())
+        fail("'response_format' of type json_schema needs a 'json_schema' object (with the 'schema')");
+      const json& named = f["json_schema"];
+      set_schema(named.contains("schema") ? named["schema"] : json::object());
+    } else if (type != "text") {
+      fail("'response_format' must be {{\"type\": \"text\"}}, {{\"type\": \"json_object\"}} or {{\"type\": \"json_schema\"}}");
+    }
+  }
   std::string text;
   if (present(body, "grammar")) {
     if (!body["grammar"].is_string()) fail("'grammar' must be a string (GBNF)");
     text = body["grammar"].get<std::string>();
   }
-  if (present(body, "response_format")) {
-    const json& f = body["response_format"];
-    const std::string type = f.is_object() && f.contains("type") && f["type"].is_string() ? f["type"].get<std::string>() : "";
-    if (type == "json_object") {
-      if (f.contains("schema") && !f["schema"].is_null() && !(f["schema"].is_object() && f["schema"].empty()))
-        fail("'response_format' with a JSON schema is not supported: minfer does not convert JSON schemas (give a GBNF 'grammar')");
-      if (!text.empty()) fail("'grammar' and a JSON 'response_format' together: give one of them");
-      text = grammar::kJsonObjectGrammar;
-    } else if (type == "json_schema") {
-      fail("'response_format' of type json_schema is not supported: minfer does not convert JSON schemas (give a GBNF 'grammar')");
-    } else if (type != "text") {
-      fail("'response_format' must be {{\"type\": \"text\"}} or {{\"type\": \"json_object\"}}");
-    }
-  }
-  if (!text.empty()) {
+  if (schema) {
+    if (!text.empty()) fail("'grammar' and a JSON schema together: give one of them");
+    grammar::SchemaGrammar g = grammar::json_schema_to_gbnf(*schema);
+    r.grammar = std::make_shared<const grammar::Grammar>(std::move(g.grammar));
+    r.grammar_warnings = std::move(g.warnings);
+  } else if (!text.empty()) {
     try {
       r.grammar = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(text));
     } catch (const Error& e) {
@@ -196,8 +209,6 @@ void refuse_unsupported(const json& body, ApiKind kind) {
   for (const char* key : {"tools", "functions"})
     if (present(body, key) && !(body[key].is_array() && body[key].empty()))
       fail("'{}' is not supported: minfer does not call tools", key);
-  if (present(body, "json_schema"))
-    fail("'json_schema' is not supported: minfer does not convert JSON schemas (give a GBNF 'grammar')");
   if (kind == ApiKind::Completion) {
     if (bool_field(body, "echo")) fail("'echo' is not supported");
     if (present(body, "suffix") && !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty()))

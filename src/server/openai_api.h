@@ -13,9 +13,10 @@
 //                llama-server's [[id, bias]], false for -inf)
 //   log-probabilities: chat logprobs: true + top_logprobs (default 20, as llama-server);
 //                completions logprobs: N (or n_probs); returned in llama-server's shape
-//   grammars:    [grammar] (GBNF), response_format {"type": "json_object"} without a schema
-//                (a JSON object, llama-server's grammar for it)
-// Fields asking for what minfer does not do (n > 1, tools, JSON schemas, echo,
+//   grammars:    [grammar] (GBNF), [json_schema], response_format {"type": "json_object"}
+//                (with or without a "schema") or {"type": "json_schema", "json_schema":
+//                {"schema": ...}}: a schema becomes llama.cpp's grammar for it
+// Fields asking for what minfer does not do (n > 1, tools, echo,
 // suffix, best_of > 1, non-text content parts) are refused with a message naming them;
 // other fields (model, user, metadata, ...) are ignored, as llama-server does.
 #pragma once
@@ -53,9 +54,10 @@ struct CompletionRequest {
   int32_t top_logprobs = 0;  // and the most probable this many at its position
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
-  // The grammar the reply must follow (llama-server's "grammar", or the JSON-object grammar for
-  // response_format json_object), parsed; none when null.
+  // The grammar the reply must follow (llama-server's "grammar", or the grammar of a JSON
+  // schema: "json_schema", response_format json_object or json_schema), parsed; none when null.
   std::shared_ptr<const grammar::Grammar> grammar;
+  std::vector<std::string> grammar_warnings;  // the schema's constraints it does not hold
 };
 
 // A request body that must be a JSON object: Error when it is not JSON, or not an object.

@@ -127,6 +127,8 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   go.interrupt = &cancel_;
   std::optional<runtime::TokenGrammar> grammar;
   if (const auto& rules = r.grammar ? r.grammar : opts_.grammar) go.grammar = &grammar.emplace(rules, model_.tokenizer());
+  if (opts_.log)
+    for (const std::string& w : r.grammar_warnings) opts_.log("warning: JSON schema: " + w);
   CompletionResult out;
   out.has_logprobs = r.logprobs;
   const tok::Tokenizer& tok = model_.tokenizer();

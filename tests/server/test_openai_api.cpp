@@ -84,6 +84,20 @@ TEST(OpenAiRequest, GrammarAndJsonMode) {
     EXPECT_FALSE(takes(json_mode, R"({"a": 01})")) << format;
   }
   EXPECT_EQ(chat(R"("response_format": {"type": "text"}, "grammar": "")").grammar, nullptr);
+  // A schema, in each of the three places a request can give it: its grammar.
+  for (const char* schema : {R"("json_schema": {"type": "array", "items": {"type": "integer"}, "maxItems": 2})",
+                             R"("response_format": {"type": "json_object", "schema": {"type": "array", "items": {"type": "integer"}, "maxItems": 2}})",
+                             R"("response_format": {"type": "json_schema", "json_schema": {"name": "ints", "strict": true,
+                                 "schema": {"type": "array", "items": {"type": "integer"}, "maxItems": 2}}})"}) {
+    const auto r = chat(schema);
+    ASSERT_NE(r.grammar, nullptr) << schema;
+    EXPECT_TRUE(takes(r, "[1, -2]")) << schema;
+    EXPECT_TRUE(takes(r, "[]")) << schema;
+    EXPECT_FALSE(takes(r, "[1, 2, 3]")) << schema;
+    EXPECT_FALSE(takes(r, R"({"a": 1})")) << schema;
+    EXPECT_TRUE(r.grammar_warnings.empty());
+  }
+  EXPECT_EQ(chat(R"("json_schema": {"type": "string", "pattern": "^\\w+$"})").grammar_warnings.size(), 1u);
 }
 
 TEST(OpenAiRequest, CompletionPromptForms) {
@@ -131,12 +145,15 @@ TEST(OpenAiRequest, BadOrUnsupportedFieldsAreRefusedByName) {
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 101})",
        "'top_logprobs' must be in"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})", "'tools'"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {}}})",
-       "json_schema is not supported"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object", "schema": {"type": "array"}}})",
-       "with a JSON schema is not supported"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema"}})",
+       "needs a 'json_schema' object"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "foo"}}}})",
+       "JSON schema: unknown type 'foo'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}, "json_schema": {}})",
+       "give one of them"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "json_schema": {"$ref": "#/nowhere"}})", "does not resolve"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "json_schema": {}, "grammar": "root ::= \"a\""})", "give one of them"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "yaml"}})", "'response_format' must be"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "json_schema": {}})", "'json_schema' is not supported"},
       {R"({"messages": [{"role": "user", "content": "x"}], "grammar": 3})", "'grammar' must be a string"},
       {R"({"messages": [{"role": "user", "content": "x"}], "grammar": "root ::= x"})",
        "'grammar': undefined rule 'x' at line 1, column 10"},

@@ -384,6 +384,21 @@ TEST(OpenAiServer, GrammarsConstrainTheReply) {
     ASSERT_NO_THROW(parsed = json::parse(out)) << out;
     EXPECT_TRUE(parsed.is_object()) << out;
   }
+  // A JSON schema (OpenAI's structured outputs): the reply is JSON of its shape.
+  json schema = {{"type", "object"},
+                 {"properties", {{"word", {{"type", "string"}, {"maxLength", 8}}}, {"n", {{"type", "integer"}, {"minimum", 10}, {"maximum", 99}}}}},
+                 {"required", {"word", "n"}}};
+  for (const char* prompt : {"Once upon a time", "The dog"}) {
+    res = post(cli, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 200}, {"temperature", 0},
+                                        {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "w"}, {"schema", schema}}}}}});
+    const std::string out = res["choices"][0]["text"];
+    ASSERT_EQ(res["choices"][0]["finish_reason"], "stop") << out;
+    json parsed;
+    ASSERT_NO_THROW(parsed = json::parse(out)) << out;
+    ASSERT_TRUE(parsed.is_object() && parsed.size() == 2 && parsed["word"].is_string() && parsed["n"].is_number_integer()) << out;
+    EXPECT_LE(parsed["word"].get<std::string>().size(), 8u) << out;
+    EXPECT_TRUE(parsed["n"].get<int>() >= 10 && parsed["n"].get<int>() <= 99) << out;
+  }
 
   res = post(cli, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 20}, {"temperature", 0}});
   EXPECT_TRUE(std::regex_match(res["choices"][0]["text"].get<std::string>(), std::regex(" [a-z]+ [a-z]+")))
