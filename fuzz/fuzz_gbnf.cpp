@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "grammar/gbnf.h"
 #include "grammar/matcher.h"
+#include "match_pieces.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
@@ -17,16 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto g = std::make_shared<const minfer::grammar::Grammar>(minfer::grammar::parse_gbnf(in.substr(0, nul)));
     if (nul == std::string_view::npos) return 0;
     minfer::grammar::Matcher m(g);
-    std::string_view rest = in.substr(nul + 1);
-    while (!rest.empty()) {
-      const size_t cut = rest.find('\x01');
-      const std::string_view piece = rest.substr(0, cut);
-      if (m.allows(piece)) m.accept(piece);
-      (void)m.complete();
-      (void)m.can_continue();
-      if (cut == std::string_view::npos) break;
-      rest.remove_prefix(cut + 1);
-    }
+    match_pieces(m, in.substr(nul + 1));
   } catch (const minfer::Error&) {
   }
   return 0;

@@ -201,20 +201,21 @@ class IntRange {
     out_ << ')';
   }
 
-  // The digits after a minimum's first: strings of r's length or longer (leading zeros allowed:
-  // they follow the first digit), up to `decimals` digits past r's first, that are r or above when
-  // of r's length. llama.cpp reads r as a number here, so that a minimum of 207 admits 27, and
-  // leaves out longer strings from a 0 (18311 refuses 183099); otherwise the text is its.
-  void at_least(std::string_view r, int decimals) {
-    const int len = static_cast<int>(r.size());
-    const char c = r[0];
+  // The numbers from min on (its digits; leading zeros when it follows another digit), up to
+  // `decimals` more digits than min's first: a smaller first digit (from `lowest`) and more
+  // digits, min's first and the rest from min's rest on, or a larger first and as many digits.
+  // llama.cpp reads min's rest as a number, so that 207 admits 27, and leaves out longer rests
+  // from a 0, so that 18311 refuses 183099; otherwise the text is its.
+  void at_least(std::string_view min, char lowest, int decimals) {
+    const int len = static_cast<int>(min.size());
+    const char c = min[0];
     const int fewer = std::max(decimals - 1, 1);
     if (len == 1 && c == '0') {
       any_digits(1, decimals);
       return;
     }
-    if (c > '0') {  // longer, from a smaller first digit
-      digits('0', static_cast<char>(c - 1));
+    if (c > lowest) {
+      digits(lowest, static_cast<char>(c - 1));
       out_ << ' ';
       any_digits(len, fewer);
       out_ << " | ";
@@ -227,7 +228,7 @@ class IntRange {
     }
     digits(c, c);
     out_ << " (";
-    at_least(r.substr(1), fewer);
+    at_least(min.substr(1), '0', fewer);
     out_ << ')';
     if (c < '9') {
       out_ << " | ";
@@ -275,37 +276,8 @@ class IntRange {
       } else if (min == 0) {
         out_ << "[0] | [1-9] ";
         any_digits(0, fewer);
-      } else if (min <= 9) {
-        const char c = static_cast<char>('0' + min);
-        if (c > '1') {
-          digits('1', static_cast<char>(c - 1));
-          out_ << ' ';
-          any_digits(1, fewer);
-          out_ << " | ";
-        }
-        digits(c, '9');
-        out_ << ' ';
-        any_digits(0, fewer);
       } else {
-        const std::string s = std::to_string(min);
-        const int len = static_cast<int>(s.size());
-        const char c = s[0];
-        if (c > '1') {  // longer, from a smaller first digit
-          digits('1', static_cast<char>(c - 1));
-          out_ << ' ';
-          any_digits(len, fewer);
-          out_ << " | ";
-        }
-        digits(c, c);
-        out_ << " (";
-        at_least(std::string_view(s).substr(1), fewer);
-        out_ << ')';
-        if (c < '9') {
-          out_ << " | ";
-          digits(static_cast<char>(c + 1), '9');
-          out_ << ' ';
-          any_digits(len - 1, fewer);
-        }
+        at_least(std::to_string(min), '1', decimals_left);
       }
       return;
     }
