@@ -18,7 +18,7 @@ int run_serve(int argc, char** argv) {
                "/v1/completions, /v1/models, /health), one request at a time. The sampling "
                "flags set the defaults of fields a request leaves out.",
                argv[0]};
-  std::string model_path, model_pos, host = "127.0.0.1", api_key, alias;
+  std::string model_path, model_pos, host = "127.0.0.1", api_key, alias, cors_origins = "localhost";
   int port = 8080;
   cli::GenFlags f;
   app.add_option("-m,--model", model_path, "GGUF model file");
@@ -27,6 +27,10 @@ int run_serve(int argc, char** argv) {
   app.add_option("--port", port, "TCP port (0 = any free port)")->check(CLI::Range(0, 65535))->capture_default_str();
   app.add_option("--api-key", api_key, "require 'Authorization: Bearer KEY' on every request but /health");
   app.add_option("-a,--alias", alias, "model name in responses (default: the file name)");
+  app.add_option("--cors-origins", cors_origins,
+                 "web pages that may read the responses: localhost (pages served from this machine), * (any), "
+                 "none, or a comma-separated list of origins")
+      ->capture_default_str();
   f.add_to(app);
   cli::parse(app, argc, argv);
   if (model_path.empty()) model_path = model_pos;
@@ -49,6 +53,7 @@ int run_serve(int argc, char** argv) {
   o.port = port;
   o.model_name = alias.empty() ? std::filesystem::path(model_path).filename().string() : alias;
   o.api_key = api_key;
+  o.cors_origins = cors_origins;
   if (!f.no_template) o.chat_template = cli::chat_template(model, f.chat_template_file);
   if (!o.chat_template)
     log.warn("{}: /v1/chat/completions is off (no chat template{}); /v1/completions works",

@@ -1,5 +1,6 @@
 // What minfer's two HTTP servers (`minfer viz`, `minfer serve`) share: binding with a clear
-// error, the base URL, and the DNS-rebinding guard of a server bound to a loopback address.
+// error, the base URL, the DNS-rebinding guard of a server bound to a loopback address, and
+// which web pages may read its responses (CORS).
 #pragma once
 #include <exception>
 #include <string>
@@ -27,5 +28,11 @@ std::string exception_message(std::exception_ptr ep);
 bool host_header_allowed(const std::string& bind_host, const httplib::Request& req);
 inline constexpr const char* kHostRefused =
     "the Host header must name this machine (127.0.0.1, localhost or [::1])";
+
+// The Access-Control-Allow-Origin of a response to a page from `origin` (the request's Origin
+// header) under llama-server's --cors-origins setting: "*" (any page: its default), "localhost"
+// (pages served from this machine), "none", or a comma-separated list of origins (the page's own
+// when it is one of them). Empty: no header, so a browser keeps the response from the page.
+std::string cors_allow_origin(const std::string& setting, const std::string& origin);
 
 }  // namespace minfer::server

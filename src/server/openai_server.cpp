@@ -193,6 +193,18 @@ void OpenAiServer::setup_routes() {
       send_error(res, 403, kHostRefused);
       return httplib::Server::HandlerResponse::Handled;
     }
+    if (const std::string allow = cors_allow_origin(opts_.cors_origins, req.get_header_value("Origin")); !allow.empty()) {
+      res.set_header("Access-Control-Allow-Origin", allow);
+      if (allow != "*") res.set_header("Vary", "Origin");
+    }
+    if (req.method == "OPTIONS") {  // a browser's preflight: it sends no API key
+      res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+      res.set_header("Access-Control-Allow-Headers", asked.empty() ? "Content-Type, Authorization" : asked);
+      res.set_header("Access-Control-Max-Age", "600");
+      res.status = 204;
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (!opts_.api_key.empty() && req.path != "/health" && req.path != "/v1/health" &&
         req.get_header_value("Authorization") != "Bearer " + opts_.api_key) {
       send_error(res, 401, "invalid API key (send 'Authorization: Bearer KEY')");

@@ -43,6 +43,10 @@ struct ServeOptions {
   int port = 8080;  // 0 = any free port
   std::string model_name;             // "model" in responses and /v1/models
   std::string api_key;                // empty: none asked
+  // Which web pages may read the responses (cors_allow_origin): pages served from this machine,
+  // not llama-server's "*", since with "*" any site a browser visits could drive the server
+  // (the Host check keeps out DNS rebinding for the same reason).
+  std::string cors_origins = "localhost";
   std::optional<std::string> chat_template;  // nullopt: the chat endpoint answers 400
   runtime::ContextParams ctx;
   runtime::SamplerParams sampling;    // what a request's missing fields take

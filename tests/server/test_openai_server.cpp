@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <tuple>
+#include <vector>
 #include <httplib.h>
 
 #include <fstream>
@@ -472,4 +474,55 @@ TEST(OpenAiServer, ApiKey) {
   res = cli.Get("/health");  // monitoring needs no key
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
+}
+
+// CORS as llama-server's --cors-origins: which pages' origins get Access-Control-Allow-Origin,
+// and a browser's preflight (OPTIONS, which carries no API key) answered before the key check.
+TEST(OpenAiServer, CorsOrigins) {
+  MINFER_REQUIRE_SHARED();
+  server::ServeOptions o;
+  o.api_key = "sekrit";
+  auto r = start("stories260K.gguf", o);  // the default: pages served from this machine
+  httplib::Client cli("127.0.0.1", r->port);
+  auto allowed = [&](const std::string& origin) {
+    auto res = cli.Get("/v1/models", {{"Origin", origin}, {"Authorization", "Bearer sekrit"}});
+    EXPECT_TRUE(res && res->status == 200);
+    return res ? res->get_header_value("Access-Control-Allow-Origin") : "?";
+  };
+  EXPECT_EQ(allowed("http://localhost:5173"), "http://localhost:5173");
+  EXPECT_EQ(allowed("http://127.0.0.1:3000"), "http://127.0.0.1:3000");
+  EXPECT_EQ(allowed("http://[::1]:3000"), "http://[::1]:3000");
+  EXPECT_EQ(allowed("https://example.com"), "");
+  EXPECT_EQ(allowed("http://localhost.example.com"), "");
+  EXPECT_EQ(allowed("null"), "");
+
+  auto pre = cli.Options("/v1/chat/completions", {{"Origin", "http://localhost:5173"},
+                                                  {"Access-Control-Request-Method", "POST"},
+                                                  {"Access-Control-Request-Headers", "authorization, content-type"}});
+  ASSERT_TRUE(pre);
+  EXPECT_EQ(pre->status, 204);
+  EXPECT_EQ(pre->get_header_value("Access-Control-Allow-Origin"), "http://localhost:5173");
+  EXPECT_NE(pre->get_header_value("Access-Control-Allow-Methods").find("POST"), std::string::npos);
+  EXPECT_EQ(pre->get_header_value("Access-Control-Allow-Headers"), "authorization, content-type");
+  // A refusal is readable by the page too (it can show why).
+  auto res = cli.Post("/v1/completions", {{"Origin", "http://localhost:5173"}}, "{}", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "http://localhost:5173");
+  r.reset();
+
+  for (const auto& [setting, origin, expected] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{"*", "https://example.com", "*"},
+                                                                      {"*", "", "*"},
+                                                                      {"none", "http://localhost:5173", ""},
+                                                                      {"https://a.example, https://b.example", "https://b.example", "https://b.example"},
+                                                                      {"https://a.example,https://b.example", "https://c.example", ""}}) {
+    server::ServeOptions c;
+    c.cors_origins = setting;
+    auto rc = start("stories260K.gguf", c);
+    httplib::Client cc("127.0.0.1", rc->port);
+    auto got = origin.empty() ? cc.Get("/health") : cc.Get("/health", {{"Origin", origin}});
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->get_header_value("Access-Control-Allow-Origin"), expected) << setting << " " << origin;
+  }
 }
