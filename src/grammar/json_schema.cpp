@@ -80,6 +80,13 @@ bool is_schema_type(const std::string& t) {
          t == "object" || t == "array";
 }
 
+bool is_uuid_format(const std::string& f) {
+  return f == "uuid" || (f.size() == 5 && f.rfind("uuid", 0) == 0 && f[4] >= '1' && f[4] <= '5');
+}
+
+// A `format` with a rule of its own.
+bool known_format(const std::string& f) { return is_uuid_format(f) || format_rules().count(f + "-string"); }
+
 bool is_reserved_name(const std::string& name) {
   return name == "root" || primitive_rules().count(name) || format_rules().count(name);
 }
@@ -429,7 +436,8 @@ class Converter {
   std::string not_strings(const std::vector<std::string>& strings);
   std::string pattern_rule(const std::string& pattern, const std::string& name);
   std::string integer_rule(const json& schema);
-  void check_unenforced(const json& schema, const std::string& type, const std::string& where);
+  void check_unenforced(const json& schema, const std::string& type, const std::string& format,
+                        const std::string& where);
 
   const json& root_;
   std::map<std::string, std::string> rules_;
@@ -448,16 +456,18 @@ int count_field(const json& schema, const char* key, int dflt, const std::string
   return static_cast<int>(std::min<int64_t>(v.get<int64_t>(), kUnbounded - 1));
 }
 
-void Converter::check_unenforced(const json& schema, const std::string& type, const std::string& where) {
+void Converter::check_unenforced(const json& schema, const std::string& type, const std::string& format,
+                                 const std::string& where) {
   for (const char* k : kUnenforced)
     if (schema.contains(k)) warn(fmt::format("'{}' is not enforced (at {})", k, where));
   if (type != "integer")
     for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
       if (schema.contains(k)) warn(fmt::format("'{}' is enforced for integers only (at {})", k, where));
-  if (type != "string" || schema.contains("pattern") || schema.contains("format"))
+  if (!format.empty() && !known_format(format)) warn(fmt::format("format '{}' is not enforced (at {})", format, where));
+  if (type != "string" || schema.contains("pattern") || known_format(format))
     for (const char* k : {"minLength", "maxLength"})
       if (schema.contains(k))
-        warn(fmt::format("'{}' is enforced on a string without a pattern or format only (at {})", k, where));
+        warn(fmt::format("'{}' is enforced on a string without a pattern or a format of its own only (at {})", k, where));
 }
 
 std::string Converter::visit(const json& schema, const std::string& name, int depth) {
@@ -505,7 +515,7 @@ std::string Converter::visit(const json& schema, const std::string& name, int de
     }
     return add_rule(rule_name, union_rule(name, each, depth));
   }
-  check_unenforced(schema, type_name, where);
+  check_unenforced(schema, type_name, format, where);
   if (schema.contains("const")) return add_rule(rule_name, gbnf_literal(schema["const"].dump()));
   if (schema.contains("enum")) {
     const json& values = schema["enum"];
@@ -601,8 +611,7 @@ std::string Converter::visit(const json& schema, const std::string& name, int de
       fail("JSON schema: invalid pattern {}: {} (at {})", pattern, e.what(), where);
     }
   }
-  if (maybe_string && format.size() >= 4 && format.rfind("uuid", 0) == 0 &&
-      (format.size() == 4 || (format.size() == 5 && format[4] >= '1' && format[4] <= '5')))
+  if (maybe_string && is_uuid_format(format))
     return add_builtin(rule_name == "root" ? "root" : format, builtin("uuid"));
   if (maybe_string && format_rules().count(format + "-string"))
     return add_rule(rule_name, add_builtin(format + "-string", builtin(format + "-string")));

@@ -329,6 +329,16 @@ TEST(JsonSchema, UnenforcedConstraintsAreWarnings) {
   ASSERT_EQ(g.warnings.size(), 2u);
   EXPECT_NE(g.warnings[0].find("'minimum' is enforced for integers only (at item)"), std::string::npos) << g.warnings[0];
   EXPECT_NE(g.warnings[1].find("'uniqueItems' is not enforced (at root)"), std::string::npos) << g.warnings[1];
+  // A format without a rule of its own is not enforced, and then the lengths are.
+  g = json_schema_text_to_gbnf(R"({"type": "string", "format": "email", "maxLength": 3})");
+  ASSERT_EQ(g.warnings.size(), 1u);
+  EXPECT_NE(g.warnings[0].find("format 'email' is not enforced"), std::string::npos) << g.warnings[0];
+  const auto email = std::make_shared<const Grammar>(std::move(g.grammar));
+  EXPECT_TRUE(admits(email, R"("a@b")"));
+  EXPECT_FALSE(admits(email, R"("a@bc")"));
+  g = json_schema_text_to_gbnf(R"({"type": "string", "format": "date", "maxLength": 3})");
+  ASSERT_EQ(g.warnings.size(), 1u);
+  EXPECT_NE(g.warnings[0].find("'maxLength' is enforced on a string without"), std::string::npos) << g.warnings[0];
 }
 
 TEST(JsonSchema, BadSchemasAreOneClearError) {
