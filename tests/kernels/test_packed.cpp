@@ -82,6 +82,17 @@ Acts make_acts(GgmlType wt, const std::vector<float>& x, int64_t nt, int64_t col
       quantize_act(at, x.data() + t * cols, a.q.data() + size_t(t) * a.stride, cols);
       q8k_sums(a.q.data() + size_t(t) * a.stride, nsb, a.ks.data() + t * nsb);
     }
+    // The rows' quants widened to int16 in tiles of act_tile(nt) tokens, 32 columns a block
+    // (AVX2's int16 IQ4_XS prompt kernel; the other K-quant kernels must ignore them).
+    a.tile = act_tile(nt);
+    const int64_t nb32 = cols / 32;
+    a.tw.assign(size_t(32 * act_tokens_padded(nt) * nb32), 0);
+    for (int64_t t = 0; t < nt; ++t)
+      for (int64_t b = 0; b < nb32; ++b)
+        for (int e = 0; e < 32; ++e) {
+          const auto* blk = reinterpret_cast<const quant::block_q8_K*>(a.q.data() + size_t(t) * a.stride) + b / 8;
+          a.tw[32 * act_index(t, b, nb32, a.tile) + size_t(e)] = blk->qs[32 * (b % 8) + e];
+        }
     return a;
   }
   a.tile = act_tile(nt);
@@ -264,7 +275,8 @@ TEST_P(PackedTest, KQuantScalarKernelMatchesTheDequantizedDot) {
 
 // AVX2, VNNI and AMX run the same integer sums and the same float steps: bit-identical results,
 // for token counts around the 16-token AMX tiles and the 8/4/1 VNNI (4/1 AVX2) tiles, with and
-// without the widened activations (AVX2's int16 Q8_0 prompt kernel), on rows of 1, 2, 5, 7 and
+// without the widened activations (AVX2's int16 Q8_0, IQ4_NL and IQ4_XS prompt kernels; IQ4_XS's
+// panels hold 2 super-blocks, so its 3 continue the float sums across two), on rows of 1, 2, 5, 7 and
 // 21 blocks (the int16 kernel's panels hold 16 blocks: one panel, and two with the float sums
 // continued across them; the AMX tile steps blocks in fours and scales each two blocks later:
 // every remainder, and rows shorter than that lag).
@@ -302,7 +314,7 @@ TEST_P(PackedTest, SimdPathsAreBitIdenticalToScalar) {
     }
   }
   if (tested == 0) GTEST_SKIP() << "no packed SIMD kernel for " << type_name(t) << " on this CPU";
-  if ((t == GgmlType::Q8_0 || t == GgmlType::IQ4_NL) && isa_supported(Isa::Avx2)) {
+  if ((t == GgmlType::Q8_0 || t == GgmlType::IQ4_NL || t == GgmlType::IQ4_XS) && isa_supported(Isa::Avx2)) {
     EXPECT_GT(wide, 0) << "the int16 kernel never ran";
   }
 }

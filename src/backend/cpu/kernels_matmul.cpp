@@ -164,8 +164,10 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
   uint8_t* tq = sums ? thread_scratch(ScratchSlot::MatmulActTiles, 32 * n_act) : nullptr;
   float* xd = sums ? thread_scratch_array<float>(ScratchSlot::MatmulActScales, n_act) : nullptr;
   int32_t* xc = sums ? thread_scratch_array<int32_t>(ScratchSlot::MatmulActSums, n_act) : nullptr;
-  int16_t* tw = sums && packed_wide_act(w0.type, active_isa(), nt)
-                    ? thread_scratch_array<int16_t>(ScratchSlot::MatmulActWide, 32 * n_act)
+  // (the K-quant types' widened rows: 8 blocks of 32 a super-block, in tiles as the _0 types')
+  const size_t n_wide = size_t(act_tokens_padded(nt) * (cols / 32));
+  int16_t* tw = packed_wide_act(w0.type, active_isa(), nt)
+                    ? thread_scratch_array<int16_t>(ScratchSlot::MatmulActWide, 32 * n_wide)
                     : nullptr;
   float* xm = packed_has_mins(w0.type) ? thread_scratch_array<float>(ScratchSlot::MatmulActMins, n_act) : nullptr;
   int32_t* xh = packed_split_halves(w0.type) ? thread_scratch_array<int32_t>(ScratchSlot::MatmulActHalves, n_act)
@@ -183,6 +185,7 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
       packed_act_quantize(w0.type, x + t * cols, nb, t, tile, row, tails, tq, xd, xc, tw, xm, xh);
     } else {
       packed_act_quantize_k(x + t * cols, nb, row, ks + t * nb);
+      if (tw) widen_q8k_row(row, nb, t, tile, tw);
     }
   };
   // The _0 types: one work item per activation tile (its tokens share cache lines of tq, d and
@@ -220,10 +223,11 @@ void matmul_packed(const MatmulJob* jobs, int n_jobs, const PackedGemmFn* f, con
     const int64_t t0 = it.t0, ntb = std::min(kTokenBlock, nt - t0);
     // t0 starts a tile (kTokenBlock is a multiple of kActTile).
     const size_t a0 = act_index(t0, 0, nb, tile);
-    const PackedAct xa = sums ? PackedAct{nullptr, 0, nullptr, tq + 32 * a0, xd + a0, xc + a0, tile,
-                                          tw ? tw + 32 * a0 : nullptr, xm ? xm + a0 : nullptr,
-                                          xh ? xh + a0 : nullptr}
-                              : PackedAct{xq + size_t(t0) * xs, xs, ks + t0 * nb};
+    PackedAct xa = sums ? PackedAct{nullptr, 0, nullptr, tq + 32 * a0, xd + a0, xc + a0, tile,
+                                    tw ? tw + 32 * a0 : nullptr, xm ? xm + a0 : nullptr,
+                                    xh ? xh + a0 : nullptr}
+                        : PackedAct{xq + size_t(t0) * xs, xs, ks + t0 * nb};
+    if (!sums && tw) xa.tw = tw + 32 * act_index(t0, 0, cols / 32, tile);
     float* yc = job.y + t0 * ldy + g0 * kPackRows;
     const size_t gb = packed_group_bytes(job.w.type, cols);
     if (swiglu) {

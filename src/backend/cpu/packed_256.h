@@ -645,24 +645,29 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
 // Panel of one group: block b, column pair p (columns 2p, 2p + 1), half h: the 8 rows' int16
 // pairs, row r in dword lane r, at int16 offset 512 b + 32 p + 16 h. P: a type whose chunks are
 // signed bytes (AQ8, AIQ4), as its sign form reads them.
+// A chunk's signed bytes (8 rows, row r's 4 columns at 4r) as the int16 pairs of its two column
+// pairs, row r in dword lane r, at out (the first pair) and out + 32 (the second); kScaled: each
+// int16 times f (the row's factor in both int16 of its lane).
+template <bool kScaled>
+inline void wide_chunk_pairs(__m256i v, __m256i f, int16_t* out) {
+  const __m256 a = _mm256_castsi256_ps(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)));       // rows 0-3
+  const __m256 e = _mm256_castsi256_ps(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)));  // rows 4-7
+  // Dword lanes of a: (row 0, pair 0), (0, 1), (1, 0), (1, 1) | (2, 0) ... : the even lanes of
+  // a and e are pair 0 in row order 0 1 4 5 | 2 3 6 7, which vpermq puts back in order.
+  const __m256i p0 = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(a, e, 0x88)), 0xD8);
+  const __m256i p1 = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(a, e, 0xDD)), 0xD8);
+  _mm256_store_si256((__m256i*)out, kScaled ? _mm256_mullo_epi16(p0, f) : p0);
+  _mm256_store_si256((__m256i*)(out + 32), kScaled ? _mm256_mullo_epi16(p1, f) : p1);
+}
+
 template <class P>
 inline void q8_wide_panel(const uint8_t* grp, int64_t b0, int64_t b1, int16_t* pan) {
   static_assert(P::kSigned);
   for (int64_t b = 0; b < b1 - b0; ++b) {
     const uint8_t* q = P::quants(grp, nullptr, b0 + b);
     for (int c = 0; c < 8; ++c)
-      for (int h = 0; h < 2; ++h) {
-        // Rows 8h..8h+7, columns 4c..4c+3, row r's 4 bytes at 4r.
-        const __m256i v = P::chunk(q, h, c);
-        const __m256 a = _mm256_castsi256_ps(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)));       // rows 0-3
-        const __m256 e = _mm256_castsi256_ps(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)));  // rows 4-7
-        // Dword lanes of a: (row 0, pair 0), (0, 1), (1, 0), (1, 1) | (2, 0) ... : the even lanes of
-        // a and e are pair 0 in row order 0 1 4 5 | 2 3 6 7, which vpermq puts back in order.
-        const __m256i p0 = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(a, e, 0x88)), 0xD8);
-        const __m256i p1 = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(a, e, 0xDD)), 0xD8);
-        _mm256_store_si256((__m256i*)(pan + 512 * b + 32 * (2 * c) + 16 * h), p0);
-        _mm256_store_si256((__m256i*)(pan + 512 * b + 32 * (2 * c + 1) + 16 * h), p1);
-      }
+      for (int h = 0; h < 2; ++h)  // rows 8h..8h+7, columns 4c..4c+3: pairs 2c and 2c + 1
+        wide_chunk_pairs<false>(P::chunk(q, h, c), __m256i{}, pan + 512 * b + 32 * (2 * c) + 16 * h);
   }
 }
 
@@ -1608,6 +1613,94 @@ inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* 
   _mm256_storeu_ps(y + 8, acc[1]);
 }
 
+#if !MINFER_PACKED_VNNI
+// ---- IQ4_XS prompts on plain AVX2, in int16 ------------------------------------------------
+// Its values (-127..113) would saturate maddubs as unsigned bytes, so ak_tile multiplies them in
+// sign form (two vpsignb, a maddubs and a madd a chunk and token, and a vpmulld a sub-block for
+// its scale). In int16 as Q8_0's prompts (q8_wide_gemm), the sub-block's scale (-32..31) goes into
+// the weights once per group and call (|value x scale| <= 4064): one vpmaddwd takes 16 products,
+// a super-block's 256 columns are one integer sum, and the float step (ak_term) is ak_tile's, on
+// the same exact integer: results are bit-identical to it.
+
+// Panel of super-blocks [sb0, sb1) of one group in q8_wide_panel's layout (block 8 (sb - sb0) + j
+// for sub-block j), each value times its row's sub-block scale.
+inline void iq4xs_wide_panel(const uint8_t* grp, int64_t sb0, int64_t sb1, int16_t* pan) {
+  using P = AK<GgmlType::IQ4_XS>;
+  const __m256i m16 = _mm256_set1_epi32(0xFFFF);
+  for (int64_t sb = sb0; sb < sb1; ++sb) {
+    const uint8_t* o = grp + size_t(sb) * P::kBlock;
+    for (int j = 0; j < 8; ++j) {
+      int16_t* blk = pan + 512 * (8 * (sb - sb0) + j);
+      for (int h = 0; h < 2; ++h) {
+        const __m256i sc = ak_scales<GgmlType::IQ4_XS>(o + P::kPar, j, h).a;  // int32 lanes
+        const __m256i f = _mm256_or_si256(_mm256_and_si256(sc, m16), _mm256_slli_epi32(sc, 16));
+        for (int c = 0; c < 4; ++c) {
+          __m256i lo, hi;  // columns 4c.. (pairs 2c, 2c + 1) and 16 + 4c.. (pairs 8 + 2c, 9 + 2c)
+          ak_chunk<GgmlType::IQ4_XS>(o, j, c, h, &lo, &hi);
+          wide_chunk_pairs<true>(lo, f, blk + 32 * (2 * c) + 16 * h);
+          wide_chunk_pairs<true>(hi, f, blk + 32 * (8 + 2 * c) + 16 * h);
+        }
+      }
+    }
+  }
+}
+
+// T tokens (from t0, in tiles of kActTile) x the 16 rows of a group over super-blocks [sb0, sb1)
+// (the panel's), the float sums continued from y unless sb0 is 0.
+template <int T>
+inline void iq4xs_wide_tile(const uint8_t* grp, const int16_t* pan, int64_t nsb, int64_t sb0, int64_t sb1,
+                            const PackedAct& x, int64_t t0, float* y, int64_t ldy) {
+  static_assert(T <= 4 && kActTile % 4 == 0);  // t0 is a multiple of 4: the T tokens share a tile
+  using P = AK<GgmlType::IQ4_XS>;
+  const int64_t nb = 8 * nsb;  // blocks of 32 columns, as the widened activations count them
+  const size_t a0 = act_index(t0, 0, nb, kActTile);
+  alignas(32) float acc[T][16] = {};
+  if (sb0 > 0)
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < 2; ++h) _mm256_store_ps(acc[t] + 8 * h, _mm256_loadu_ps(y + (t0 + t) * ldy + 8 * h));
+  for (int64_t sb = sb0; sb < sb1; ++sb) {
+    __m256i s[T][2];
+    for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const int16_t* pb = pan + 512 * (8 * (sb - sb0) + j);
+      const int16_t* xb = x.tw + 32 * (a0 + kActTile * (8 * sb + j));
+#pragma GCC unroll 4
+      for (int p = 0; p < 16; ++p) q8_wide_pair<T>(s, pb + 32 * p, xb + 2 * p);
+    }
+    const uint8_t* par = grp + size_t(sb) * P::kBlock + P::kPar;
+    for (int h = 0; h < 2; ++h)
+      for (int t = 0; t < T; ++t) {
+        const __m256 term = ak_term<GgmlType::IQ4_XS>(par, h, s[t][h], x.ks[(t0 + t) * nsb + sb]);
+        _mm256_store_ps(acc[t] + 8 * h, _mm256_add_ps(_mm256_load_ps(acc[t] + 8 * h), term));
+      }
+  }
+  for (int t = 0; t < T; ++t) {
+    _mm256_storeu_ps(y + (t0 + t) * ldy, _mm256_load_ps(acc[t]));
+    _mm256_storeu_ps(y + (t0 + t) * ldy + 8, _mm256_load_ps(acc[t] + 8));
+  }
+}
+
+inline void iq4xs_wide_gemm(const uint8_t* wp, int64_t n_groups, int64_t nsb, const PackedAct& x, int64_t nt,
+                            float* y, int64_t ldy) {
+  constexpr int64_t kSb = kWideBlocks / 8;  // super-blocks a panel (q8_wide_gemm's 16 KiB)
+  const size_t gb = packed_group_bytes(GgmlType::IQ4_XS, nsb * 256);
+  int16_t* pan = thread_scratch_array<int16_t>(ScratchSlot::PackedPanel, size_t(8 * kSb) * 512);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const uint8_t* grp = wp + size_t(g) * gb;
+    float* yg = y + 16 * g;
+    for (int64_t sb0 = 0; sb0 < nsb; sb0 += kSb) {
+      const int64_t sb1 = std::min(nsb, sb0 + kSb);
+      iq4xs_wide_panel(grp, sb0, sb1, pan);
+      int64_t t0 = 0;
+      for (; t0 + 4 <= nt; t0 += 4) iq4xs_wide_tile<4>(grp, pan, nsb, sb0, sb1, x, t0, yg, ldy);
+      if (nt - t0 == 3) iq4xs_wide_tile<3>(grp, pan, nsb, sb0, sb1, x, t0, yg, ldy);
+      if (nt - t0 == 2) iq4xs_wide_tile<2>(grp, pan, nsb, sb0, sb1, x, t0, yg, ldy);
+      if (nt - t0 == 1) iq4xs_wide_tile<1>(grp, pan, nsb, sb0, sb1, x, t0, yg, ldy);
+    }
+  }
+}
+#endif
+
 // Tiles of 4 tokens: with vpdpbusd a chunk's decode is the larger cost, shared by more tokens (one
 // core, 3072 x 1024 x 128, AVX-VNNI 2 -> 4 tokens: Q4_K 176 -> 201 GOP/s, Q6_K 125 -> 143); on
 // AVX2 two tokens were bound by the loads and four, in C++, spilled: their sub-blocks are in
@@ -1622,6 +1715,13 @@ void ak_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const P
     for (int64_t g = 0; g < n_groups; ++g) ak_gemv<T>(wp + size_t(g) * gb, nsb, x, y + 16 * g, prefetch);
     return;
   }
+#if !MINFER_PACKED_VNNI
+  if constexpr (T == GgmlType::IQ4_XS)
+    if (x.tw) {  // (packed_wide_act)
+      iq4xs_wide_gemm(wp, n_groups, nsb, x, nt, y, ldy);
+      return;
+    }
+#endif
   uint8_t* pan = nullptr;
   if (AK<T>::kDecode && nt >= kDecodeOnceTokens)
     pan = thread_scratch(ScratchSlot::PackedPanel, size_t(nsb) * 4096);

@@ -184,6 +184,15 @@ void packed_act_quantize_k(const float* x, int64_t nsb, uint8_t* row, Q8KSums* o
   q8k_sums(row, nsb, out);
 }
 
+void widen_q8k_row(const uint8_t* row, int64_t nsb, int64_t t, int64_t tile, int16_t* tw) {
+  const int64_t nb = 8 * nsb;
+  for (int64_t b = 0; b < nb; ++b) {
+    const int8_t* qs = reinterpret_cast<const quant::block_q8_K*>(row)[b / 8].qs + 32 * (b % 8);
+    int16_t* out = tw + 32 * act_index(t, b, nb, tile);
+    for (int e = 0; e < 32; ++e) out[e] = qs[e];
+  }
+}
+
 GgmlType packed_act_type(GgmlType wtype) {
   return packed_kquant(wtype) ? GgmlType::Q8_K : packed_has_mins(wtype) ? GgmlType::Q8_1 : GgmlType::Q8_0;
 }
@@ -223,7 +232,8 @@ void packed_act_quantize(GgmlType wtype, const float* x, int64_t nb, int64_t t, 
 // qwen2.5-0.5b Q8_0 on one thread, sign form / int16: pp16 144 / 132 t/s, pp32 160 / 167).
 constexpr int64_t kWideActTokens = 32;
 bool packed_wide_act(GgmlType wtype, Isa isa, int64_t nt) {
-  return (wtype == GgmlType::Q8_0 || wtype == GgmlType::IQ4_NL) && isa == Isa::Avx2 && nt >= kWideActTokens &&
+  return (wtype == GgmlType::Q8_0 || wtype == GgmlType::IQ4_NL || wtype == GgmlType::IQ4_XS) && isa == Isa::Avx2 &&
+         nt >= kWideActTokens &&
          packed_gemm_isa(wtype, isa) == Isa::Avx2;
 }
 

@@ -43,6 +43,9 @@ struct Q8KSums {
 void q8k_sums(const uint8_t* row, int64_t nsb, Q8KSums* out);  // a Q8_K row's nsb blocks
 // nsb super-blocks of activations quantized to a Q8_K row (quantize_act_q8_K) and its q8k_sums.
 void packed_act_quantize_k(const float* x, int64_t nsb, uint8_t* row, Q8KSums* out);
+// Token t's Q8_K row (nsb super-blocks) widened to int16 into PackedAct::tw's tiles (of `tile`
+// tokens, 8 nsb blocks of 32 a row), for the kernels that packed_wide_act() names.
+void widen_q8k_row(const uint8_t* row, int64_t nsb, int64_t t, int64_t tile, int16_t* tw);
 
 // The _0 types read Q8_0 blocks re-laid block-major in tiles of `tile` tokens: the quants of
 // token t's block b at tq + 32 * act_index(t, b, nb, tile), its scale (float) and offset
@@ -76,8 +79,9 @@ struct PackedAct {
   const float* d = nullptr;
   const int32_t* c = nullptr;
   int64_t tile = kActTile;
-  // The tiles' quants widened to int16, laid out as tq (32 a block): where packed_wide_act()
-  // asks for them (AVX2's Q8_0 and IQ4_NL prompt kernel); nullptr otherwise.
+  // The tiles' quants widened to int16, laid out as tq (32 a block; for the K-quant types the
+  // Q8_K rows' quants in tiles of kActTile, 8 blocks a super-block): where packed_wide_act() asks
+  // for them (AVX2's Q8_0, IQ4_NL and IQ4_XS prompt kernels); nullptr otherwise.
   const int16_t* tw = nullptr;
   // The _1 types (Q8_1 activations): each block's s (Q8_1's F16 d x sum(q), as a float), laid
   // out as d; nullptr otherwise.
