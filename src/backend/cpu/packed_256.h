@@ -642,9 +642,6 @@ inline void avx2_tile(const uint8_t* grp, const uint8_t* pan, int64_t nb, int h,
 // this form 187. The kernel, ISA=avx2 one core, 3072 x 1024 x 128: 122 -> 139-141 GOP/s (the
 // panel's widening is 8 % of it); qwen2.5-0.5b Q8_0 pp128 on 2 threads 325 -> 357 t/s.
 
-// Panel of one group: block b, column pair p (columns 2p, 2p + 1), half h: the 8 rows' int16
-// pairs, row r in dword lane r, at int16 offset 512 b + 32 p + 16 h. P: a type whose chunks are
-// signed bytes (AQ8, AIQ4), as its sign form reads them.
 // A chunk's signed bytes (8 rows, row r's 4 columns at 4r) as the int16 pairs of its two column
 // pairs, row r in dword lane r, at out (the first pair) and out + 32 (the second); kScaled: each
 // int16 times f (the row's factor in both int16 of its lane).
@@ -660,6 +657,9 @@ inline void wide_chunk_pairs(__m256i v, __m256i f, int16_t* out) {
   _mm256_store_si256((__m256i*)(out + 32), kScaled ? _mm256_mullo_epi16(p1, f) : p1);
 }
 
+// Panel of one group: block b, column pair p (columns 2p, 2p + 1), half h: the 8 rows' int16
+// pairs, row r in dword lane r, at int16 offset 512 b + 32 p + 16 h. P: a type whose chunks are
+// signed bytes (AQ8, AIQ4), as its sign form reads them.
 template <class P>
 inline void q8_wide_panel(const uint8_t* grp, int64_t b0, int64_t b1, int16_t* pan) {
   static_assert(P::kSigned);
