@@ -1443,7 +1443,7 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
       s0v[j] = s0;
       s1v[j] = s1;
     }
-    __m512i isum = _mm512_setzero_si512(), msum2 = _mm512_setzero_si512();
+    __m512i isum = _mm512_setzero_si512(), isum1 = _mm512_setzero_si512(), msum2 = _mm512_setzero_si512();
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       const __m512i s0 = s0v[j], s1 = s1v[j];
@@ -1462,14 +1462,17 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
         const __m512i sc = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j)));
         isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
       } else if constexpr (T == GgmlType::Q4_K) {
-        // Each 16-column half fits an int16: vpdpwssd by the scale, as kq_tile.
+        // Each 16-column half fits an int16: vpdpwssd by the scale, as kq_tile. Two chains (the
+        // halves), added once: one chain of 16 vpdpwssd waited on their latency.
         const __m512i sc = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j)));
-        isum = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(isum, s0, sc), s1, sc);
+        isum = _mm512_dpwssd_epi32(isum, s0, sc);
+        isum1 = _mm512_dpwssd_epi32(isum1, s1, sc);
       } else {
         const __m512i sc = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i*)(par + 16 * j)));
         isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
       }
     }
+    if constexpr (T == GgmlType::Q4_K) isum = _mm512_add_epi32(isum, isum1);
     __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(par + kKqD)));
     if constexpr (packed_iq4_final(T) != 1.0f) d = _mm512_mul_ps(d, _mm512_set1_ps(packed_iq4_final(T)));
     __m512 term = _mm512_mul_ps(_mm512_mul_ps(d, xd), _mm512_cvtepi32_ps(isum));
