@@ -759,24 +759,6 @@ inline void q8_wide_tile(const uint8_t* grp, const int16_t* pan, int64_t nb, int
 // qwen2.5's ffn_down: 115 GOP/s before, whole-row panels 115, 16 blocks 120; 8 blocks slower).
 constexpr int64_t kWideBlocks = 16;
 
-template <class P>
-inline void q8_wide_gemm(const uint8_t* wp, int64_t n_groups, size_t gb, int64_t nb, const PackedAct& x,
-                         int64_t nt, float* y, int64_t ldy) {
-  int16_t* pan = thread_scratch_array<int16_t>(ScratchSlot::PackedPanel, size_t(kWideBlocks) * 512);
-  for (int64_t g = 0; g < n_groups; ++g) {
-    const uint8_t* grp = wp + size_t(g) * gb;
-    float* yg = y + 16 * g;
-    for (int64_t b0 = 0; b0 < nb; b0 += kWideBlocks) {
-      const int64_t b1 = std::min(nb, b0 + kWideBlocks);
-      q8_wide_panel<P>(grp, b0, b1, pan);
-      int64_t t0 = 0;
-      for (; t0 + 4 <= nt; t0 += 4) q8_wide_tile<P, 4>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
-      if (nt - t0 == 3) q8_wide_tile<P, 3>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
-      if (nt - t0 == 2) q8_wide_tile<P, 2>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
-      if (nt - t0 == 1) q8_wide_tile<P, 1>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
-    }
-  }
-}
 #endif
 
 // One token (a decode step: activations in a tile of 1) x one group, block by block with both
@@ -836,6 +818,41 @@ inline void each_half_tile(const uint8_t* wp, int64_t n_groups, size_t gb, int64
       for (; t0 < nt; ++t0) f(Width<1>{}, wp + size_t(g) * gb, h, t0, y + 16 * g);
     }
 }
+
+#if !MINFER_PACKED_VNNI
+// The int16 prompt kernels' loop (q8_wide_gemm, iq4xs_wide_gemm): per group, panels of `per`
+// units of n (blocks, super-blocks), each widened once (panel) and run by every token tile of up
+// to 4 (tile; the float sums continue across a row's panels from the output).
+template <class Panel, class Tile>
+inline void wide_panels(const uint8_t* wp, int64_t n_groups, size_t gb, int64_t n, int64_t per, int64_t nt,
+                        float* y, Panel&& panel, Tile&& tile) {
+  int16_t* pan = thread_scratch_array<int16_t>(ScratchSlot::PackedPanel, size_t(kWideBlocks) * 512);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const uint8_t* grp = wp + size_t(g) * gb;
+    float* yg = y + 16 * g;
+    for (int64_t u0 = 0; u0 < n; u0 += per) {
+      const int64_t u1 = std::min(n, u0 + per);
+      panel(grp, u0, u1, pan);
+      int64_t t0 = 0;
+      for (; t0 + 4 <= nt; t0 += 4) tile(Width<4>{}, grp, pan, u0, u1, t0, yg);
+      if (nt - t0 == 3) tile(Width<3>{}, grp, pan, u0, u1, t0, yg);
+      if (nt - t0 == 2) tile(Width<2>{}, grp, pan, u0, u1, t0, yg);
+      if (nt - t0 == 1) tile(Width<1>{}, grp, pan, u0, u1, t0, yg);
+    }
+  }
+}
+
+template <class P>
+inline void q8_wide_gemm(const uint8_t* wp, int64_t n_groups, size_t gb, int64_t nb, const PackedAct& x,
+                         int64_t nt, float* y, int64_t ldy) {
+  wide_panels(
+      wp, n_groups, gb, nb, kWideBlocks, nt, y,
+      [](const uint8_t* grp, int64_t b0, int64_t b1, int16_t* pan) { q8_wide_panel<P>(grp, b0, b1, pan); },
+      [&](auto w, const uint8_t* grp, const int16_t* pan, int64_t b0, int64_t b1, int64_t t0, float* yg) {
+        q8_wide_tile<P, decltype(w)::value>(grp, pan, nb, b0, b1, x, t0, yg, ldy);
+      });
+}
+#endif
 
 // From this many tokens Q5_0's blocks are decoded once per group (Decoded) rather than once per
 // token tile (one core, 3072 x 1024 x 128: AVX-VNNI 148 -> 220 GOP/s, AVX2 119 -> 175; Q4_0,
@@ -1680,24 +1697,14 @@ inline void iq4xs_wide_tile(const uint8_t* grp, const int16_t* pan, int64_t nsb,
   }
 }
 
+// Panels of 2 super-blocks: q8_wide_gemm's 16 KiB.
 inline void iq4xs_wide_gemm(const uint8_t* wp, int64_t n_groups, int64_t nsb, const PackedAct& x, int64_t nt,
                             float* y, int64_t ldy) {
-  constexpr int64_t kSb = kWideBlocks / 8;  // super-blocks a panel (q8_wide_gemm's 16 KiB)
-  const size_t gb = packed_group_bytes(GgmlType::IQ4_XS, nsb * 256);
-  int16_t* pan = thread_scratch_array<int16_t>(ScratchSlot::PackedPanel, size_t(8 * kSb) * 512);
-  for (int64_t g = 0; g < n_groups; ++g) {
-    const uint8_t* grp = wp + size_t(g) * gb;
-    float* yg = y + 16 * g;
-    for (int64_t sb0 = 0; sb0 < nsb; sb0 += kSb) {
-      const int64_t sb1 = std::min(nsb, sb0 + kSb);
-      iq4xs_wide_panel(grp, sb0, sb1, pan);
-      int64_t t0 = 0;
-      for (; t0 + 4 <= nt; t0 += 4) iq4xs_wide_tile<4>(grp, pan, nsb, sb0, sb1, x, t0, yg, ldy);
-      if (nt - t0 == 3) iq4xs_wide_tile<3>(grp, pan, nsb, sb0, sb1, x, t0, yg, ldy);
-      if (nt - t0 == 2) iq4xs_wide_tile<2>(grp, pan, nsb, sb0, sb1, x, t0, yg, ldy);
-      if (nt - t0 == 1) iq4xs_wide_tile<1>(grp, pan, nsb, sb0, sb1, x, t0, yg, ldy);
-    }
-  }
+  wide_panels(
+      wp, n_groups, packed_group_bytes(GgmlType::IQ4_XS, nsb * 256), nsb, kWideBlocks / 8, nt, y, &iq4xs_wide_panel,
+      [&](auto w, const uint8_t* grp, const int16_t* pan, int64_t sb0, int64_t sb1, int64_t t0, float* yg) {
+        iq4xs_wide_tile<decltype(w)::value>(grp, pan, nsb, sb0, sb1, x, t0, yg, ldy);
+      });
 }
 #endif
 
