@@ -717,6 +717,20 @@ __attribute__((always_inline)) inline void q8_wide_pair(__m256i (&s)[T][2], cons
   }
 }
 
+// The int16 tiles' float sums of T tokens x 16 rows, kept in L1 (T x 2 more registers would not
+// fit the 16): zero, or continued from the outputs (a row's later panels); stored back at the end.
+template <int T>
+inline void wide_acc_load(float (&acc)[T][16], bool continued, const float* y, int64_t t0, int64_t ldy) {
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < 2; ++h)
+      _mm256_store_ps(acc[t] + 8 * h, continued ? _mm256_loadu_ps(y + (t0 + t) * ldy + 8 * h) : _mm256_setzero_ps());
+}
+template <int T>
+inline void wide_acc_store(const float (&acc)[T][16], float* y, int64_t t0, int64_t ldy) {
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + (t0 + t) * ldy + 8 * h, _mm256_load_ps(acc[t] + 8 * h));
+}
+
 // T tokens (from t0, in tiles of kActTile) x the 16 rows of a group over blocks [b0, b1) (the
 // panel's), the float sums continued from y unless b0 is 0: per block the T x 2 integer sums in
 // registers (one panel pair and one token's broadcast pair live beside them), the float sums in
@@ -727,10 +741,8 @@ inline void q8_wide_tile(const uint8_t* grp, const int16_t* pan, int64_t nb, int
   static_assert(T <= 4 && kActTile % 4 == 0);  // t0 is a multiple of 4: the T tokens share a tile
   const size_t a0 = act_index(t0, 0, nb, kActTile);
   const float* xd = x.d + a0;
-  alignas(32) float acc[T][16] = {};
-  if (b0 > 0)
-    for (int t = 0; t < T; ++t)
-      for (int h = 0; h < 2; ++h) _mm256_store_ps(acc[t] + 8 * h, _mm256_loadu_ps(y + (t0 + t) * ldy + 8 * h));
+  alignas(32) float acc[T][16];
+  wide_acc_load<T>(acc, b0 > 0, y, t0, ldy);
   for (int64_t b = b0; b < b1; ++b) {
     const int16_t* pb = pan + 512 * (b - b0);
     const int16_t* xb = x.tw + 32 * (a0 + kActTile * b);
@@ -747,10 +759,7 @@ inline void q8_wide_tile(const uint8_t* grp, const int16_t* pan, int64_t nb, int
       }
     }
   }
-  for (int t = 0; t < T; ++t) {
-    _mm256_storeu_ps(y + (t0 + t) * ldy, _mm256_load_ps(acc[t]));
-    _mm256_storeu_ps(y + (t0 + t) * ldy + 8, _mm256_load_ps(acc[t] + 8));
-  }
+  wide_acc_store<T>(acc, y, t0, ldy);
 }
 
 // Blocks per panel (16 KiB of int16): each group's row is done in panels of this many blocks,
@@ -1671,10 +1680,8 @@ inline void iq4xs_wide_tile(const uint8_t* grp, const int16_t* pan, int64_t nsb,
   using P = AK<GgmlType::IQ4_XS>;
   const int64_t nb = 8 * nsb;  // blocks of 32 columns, as the widened activations count them
   const size_t a0 = act_index(t0, 0, nb, kActTile);
-  alignas(32) float acc[T][16] = {};
-  if (sb0 > 0)
-    for (int t = 0; t < T; ++t)
-      for (int h = 0; h < 2; ++h) _mm256_store_ps(acc[t] + 8 * h, _mm256_loadu_ps(y + (t0 + t) * ldy + 8 * h));
+  alignas(32) float acc[T][16];
+  wide_acc_load<T>(acc, sb0 > 0, y, t0, ldy);
   for (int64_t sb = sb0; sb < sb1; ++sb) {
     __m256i s[T][2];
     for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
@@ -1691,10 +1698,7 @@ inline void iq4xs_wide_tile(const uint8_t* grp, const int16_t* pan, int64_t nsb,
         _mm256_store_ps(acc[t] + 8 * h, _mm256_add_ps(_mm256_load_ps(acc[t] + 8 * h), term));
       }
   }
-  for (int t = 0; t < T; ++t) {
-    _mm256_storeu_ps(y + (t0 + t) * ldy, _mm256_load_ps(acc[t]));
-    _mm256_storeu_ps(y + (t0 + t) * ldy + 8, _mm256_load_ps(acc[t] + 8));
-  }
+  wide_acc_store<T>(acc, y, t0, ldy);
 }
 
 // Panels of 2 super-blocks: q8_wide_gemm's 16 KiB.
