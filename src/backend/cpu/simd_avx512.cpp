@@ -1363,7 +1363,8 @@ inline void kp_chunk(const uint8_t* o, int j, int c, __m512i* lo, __m512i* hi) {
     return;
   }
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512i v = _mm512_load_si512(o + packed_kq_quants(T, j, c));
+  __m512i v = _mm512_load_si512(o + packed_kq_quants(T, j, c));
+  asm("" : "+v"(v));  // one load (dpbusd_nibbles says why)
   *lo = _mm512_and_si512(v, m4);
   *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
   if constexpr (packed_iq4_layout(T)) {  // the codes' values + 128
@@ -1380,7 +1381,8 @@ inline void kp_chunk(const uint8_t* o, int j, int c, __m512i* lo, __m512i* hi) {
     *hi = _mm512_mask_add_epi8(*hi, _cvtu64_mask64(mh), *hi, b4);
   }
   if constexpr (T == GgmlType::Q6_K) {
-    const __m512i h = _mm512_load_si512(o + packed_kq_extra(T, j) + 64 * (c / 2));
+    __m512i h = _mm512_load_si512(o + packed_kq_extra(T, j) + 64 * (c / 2));
+    asm("" : "+v"(h));
     const __m512i m = _mm512_set1_epi8(0x30);
     // 0xF8: a | (b & c) (vpternlog truth table over a, b, c).
     if (c % 2 == 0) {
@@ -1436,8 +1438,8 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
         for (int c = 0; c < 4; ++c) {
           __m512i lo, hi;
           kp_chunk<T>(o, j, c, &lo, &hi);
-          s0 = _mm512_dpbusd_epi32(s0, lo, _mm512_set1_epi32(load_i32(xq + 32 * j + 4 * c)));
-          s1 = _mm512_dpbusd_epi32(s1, hi, _mm512_set1_epi32(load_i32(xq + 32 * j + 16 + 4 * c)));
+          dpbusd_bcast(s0, lo, xq + 32 * j + 4 * c);
+          dpbusd_bcast(s1, hi, xq + 32 * j + 16 + 4 * c);
         }
       }
       s0v[j] = s0;
