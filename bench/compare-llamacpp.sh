@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # llama.cpp and minfer on the same GGUF file, same threads, in one sitting: ROUNDS rounds, each
-# running llama.cpp's native mini-bench and then `minfer bench`, so that the machine's load
-# drifts over both alike. Prints per-round numbers and a summary table with the medians over
-# rounds and the ratios minfer / llama.cpp for pp128, pp512 and tg64, the issue's targets
+# running, per prompt size, llama.cpp's native mini-bench and at once `minfer bench` on the same
+# tests (the first size's run also times tg), so that each pair sees the same minute of the host
+# (its memory swings between ~35 and ~65 GB/s within a minute on the shared VMs: engines run a
+# round apart measured different states). Prints per-round numbers and a summary table with the
+# medians over rounds, the ratios minfer / llama.cpp of the medians and the median of the rounds'
+# paired ratios, for pp128, pp512 and tg64, the issue's targets
 # (decode >= 2x, prefill >= 3x) and the memory-bandwidth bound of decode, and what each engine's
 # decode reads: whether 2x llama.cpp's reading is within the read bandwidth measured this sitting.
 #
@@ -45,7 +48,7 @@ kernels=${BENCH_KERNELS:-$(dirname "$minfer")/bench/bench_kernels}
 [ -n "${BENCH_KERNELS:-}" ] || [ -x "$kernels" ] || kernels=$root/build/bench/bench_kernels
 
 if [[ -z "$model" || "$model" == -h || "$model" == --help ]]; then
-  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 [[ -f "$model" ]] || { echo "compare-llamacpp: $model: no such file" >&2; exit 1; }
@@ -94,22 +97,23 @@ IFS=, read -r -a pps <<<"$pp_list"
 read_before=$(memread)
 for ((r = 1; r <= rounds; r++)); do
   for p in "${pps[@]}"; do
-    # One mini-bench run per prompt size (it takes one -p); the tg64 of the first one counts.
-    n=$([[ "$p" == "${pps[0]}" ]] && echo "$tg" || echo 1)
+    # One mini-bench run per prompt size (it takes one -p); the tg of the first one counts, and
+    # minfer's run of the same tests follows it at once.
+    first=$([[ "$p" == "${pps[0]}" ]] && echo 1 || echo 0)
+    n=$((first ? tg : 1))
     l0=$(loadavg)
     "$mini" "$model" -p "$p" -n "$n" -t "$threads" -r "$reps" --tg-empty "${mini_args[@]}" >"$tmp/llama-$r-$p.json"
-    echo "round $r llama.cpp pp$p (+tg$n): load $l0 -> $(loadavg)" >&2
+    l1=$(loadavg)
+    "$minfer" bench -m "$model" -p "$p" -n $((first ? tg : 0)) -t "$threads" -r "$reps" --kv-type "$kv" -o json \
+      >"$tmp/minfer-$r-$p.json"
+    tag=$( ((first)) && echo "pp$p (+tg$tg)" || echo "pp$p")
+    echo "round $r $tag: llama.cpp load $l0 -> $l1, minfer -> $(loadavg)" >&2
   done
   if ((depth > 0)); then
     "$mini" "$model" -p "$depth" -n "$tg" -t "$threads" -r "$reps" "${mini_args[@]}" >"$tmp/llama-$r-depth.json"
-    echo "round $r llama.cpp tg$tg after a $depth-token prompt: load $(loadavg)" >&2
-  fi
-  l0=$(loadavg)
-  "$minfer" bench -m "$model" -p "$pp_list" -n "$tg" -t "$threads" -r "$reps" --kv-type "$kv" -o json >"$tmp/minfer-$r.json"
-  if ((depth > 0)); then
     "$minfer" bench -m "$model" -p 0 -n "$tg" -d "$depth" -t "$threads" -r "$reps" --kv-type "$kv" -o json >"$tmp/minfer-$r-depth.json"
+    echo "round $r tg$tg after a $depth-token prompt: load $(loadavg)" >&2
   fi
-  echo "round $r minfer: load $l0 -> $(loadavg)" >&2
 done
 read_after=$(memread)
 
@@ -128,8 +132,11 @@ for (let r = 1; r <= Number(rounds); r++) {
     llamaInfo = j.system_info;
     if (p === pps[0]) get(`tg${tg}`).llama.push(j.tg_tps.median);
   }
-  const m = JSON.parse(fs.readFileSync(`${dir}/minfer-${r}.json`, "utf8"));
-  for (const e of m) { get(e.test).minfer.push(median(e.samples_ts)); info = e; }
+  for (const p of pps)
+    for (const e of JSON.parse(fs.readFileSync(`${dir}/minfer-${r}-${p}.json`, "utf8"))) {
+      get(e.test).minfer.push(median(e.samples_ts));
+      info = e;
+    }
   if (Number(depth) > 0) {
     const t = `tg${tg} @ d${depth}`;
     get(t).llama.push(JSON.parse(fs.readFileSync(`${dir}/llama-${r}-depth.json`, "utf8")).tg_tps.median);
@@ -148,13 +155,14 @@ console.log(cached ? `decode bandwidth bound: none (${(info.bytes_per_token / 1e
 // a shared host it swings within a minute (26.7 -> 18.5 GB/s seen), so it is context, not a bound.
 if (readBefore && readAfter)
   console.log(`read bandwidth this sitting (bench_kernels MemRead): ${Number(readBefore).toFixed(1)} GB/s before, ${Number(readAfter).toFixed(1)} after\n`);
-console.log("| test | llama.cpp t/s | minfer t/s | minfer / llama.cpp | target | minfer % of bw bound |");
-console.log("|---|---:|---:|---:|---:|---:|");
+console.log("| test | llama.cpp t/s | minfer t/s | minfer / llama.cpp | rounds' ratios, median | target | minfer % of bw bound |");
+console.log("|---|---:|---:|---:|---:|---:|---:|");
 for (const r of rows) {
   const l = median(r.llama), m = median(r.minfer), ratio = m / l;
+  const paired = median(r.llama.map((v, i) => r.minfer[i] / v));
   // At a depth a step also reads the KV cache: the weights-only bound does not apply.
   const pct = r.test.startsWith("tg") && !r.test.includes("@") && !cached ? `${(100 * m / bound).toFixed(0)} %` : "";
-  console.log(`| ${r.test} | ${l.toFixed(2)} | ${m.toFixed(2)} | ${ratio.toFixed(2)}x ${ratio >= target(r.test) ? "(met)" : "(not met)"} | ${target(r.test).toFixed(1)}x | ${pct} |`);
+  console.log(`| ${r.test} | ${l.toFixed(2)} | ${m.toFixed(2)} | ${ratio.toFixed(2)}x ${ratio >= target(r.test) ? "(met)" : "(not met)"} | ${paired.toFixed(2)}x | ${target(r.test).toFixed(1)}x | ${pct} |`);
 }
 // What each engine's decode reads (weights per token x tokens/s) and what the decode target would
 // need: where 2x llama.cpp's reading exceeds the read bandwidth of the sitting, no engine can meet
