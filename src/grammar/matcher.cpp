@@ -1,7 +1,7 @@
 #include "grammar/matcher.h"
 
 #include <algorithm>
-#include <set>
+#include <unordered_set>
 
 #include "common/error.h"
 
@@ -9,14 +9,50 @@ namespace minfer::grammar {
 
 namespace {
 
-void dedup(std::vector<Matcher::Stack>& v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
+// A bound on a step's work: the frames of the stacks it builds. An ambiguous grammar multiplies
+// the parses with each character and nesting deepens them with the text; a character costs time
+// in proportion to these frames, so the bound caps it (well under a millisecond) whatever the
+// grammar and text.
+constexpr size_t kMaxFrames = 1 << 16;
+
+uint64_t hash_of(const Matcher::Stack& s) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+  for (const Matcher::Pos& p : s) {
+    h = (h ^ p.rule) * 0x100000001B3ull;
+    h = (h ^ p.alt) * 0x100000001B3ull;
+    h = (h ^ p.idx) * 0x100000001B3ull;
+  }
+  return h;
 }
 
-// A bound on the parses followed at once: an ambiguous grammar can multiply them with each
-// character.
-constexpr size_t kMaxStacks = 1 << 14;
+struct StackHash {
+  size_t operator()(const Matcher::Stack& s) const { return hash_of(s); }
+};
+
+// Drops repeated stacks. Stacks often share a deep common bottom (the nesting so far), so they
+// are ordered by hash rather than compared frame by frame.
+void dedup(std::vector<Matcher::Stack>& v) {
+  std::vector<std::pair<uint64_t, size_t>> keys(v.size());
+  for (size_t i = 0; i < v.size(); ++i) keys[i] = {hash_of(v[i]), i};
+  std::sort(keys.begin(), keys.end());
+  std::vector<Matcher::Stack> out;
+  out.reserve(v.size());
+  for (size_t i = 0; i < keys.size();) {
+    const size_t first = out.size();
+    for (const uint64_t h = keys[i].first; i < keys.size() && keys[i].first == h; ++i) {
+      Matcher::Stack& s = v[keys[i].second];
+      if (std::find(out.begin() + first, out.end(), s) == out.end()) out.push_back(std::move(s));
+    }
+  }
+  v = std::move(out);
+}
+
+// Counts frames against kMaxFrames.
+void spend(size_t& frames, size_t n) {
+  frames += n;
+  if (frames > kMaxFrames)
+    fail("grammar: more than {} parse frames for one character (an ambiguous or too deeply nested grammar)", kMaxFrames);
+}
 
 // The bytes a UTF-8 sequence has after its first, from that first byte: 0 for ASCII, -1 for a
 // byte that cannot start one.
@@ -32,7 +68,8 @@ int tail_bytes(unsigned char c) {
 
 Matcher::Matcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
   const Rule& root = g_->rules.at(g_->root);
-  for (uint32_t a = 0; a < root.alternatives.size(); ++a) expand(Stack{{g_->root, a, 0}}, stacks_);
+  size_t frames = 0;
+  for (uint32_t a = 0; a < root.alternatives.size(); ++a) expand(Stack{{g_->root, a, 0}}, stacks_, frames);
   dedup(stacks_);
 }
 
@@ -44,15 +81,12 @@ const CharSet& Matcher::top_set(const Stack& s) const {
 // Moves s forward to where its next symbol is a character set (each rule reference splits it
 // by the rule's alternatives); an empty stack means the grammar's root is complete. The parser
 // refuses left recursion, so this ends.
-void Matcher::expand(Stack s, std::vector<Stack>& out) const {
+void Matcher::expand(Stack s, std::vector<Stack>& out, size_t& frames) const {
   std::vector<Stack> work{std::move(s)};
   // Alternatives that end where others do (optional parts, empty alternatives) lead to the same
   // stacks: each is followed once, or a sequence of n such parts would make 2^n of them.
-  std::set<Stack> seen;
-  size_t steps = 0;
+  std::unordered_set<Stack, StackHash> seen;
   while (!work.empty()) {
-    if (++steps > kMaxStacks * 64)
-      fail("grammar: more than {} ways to parse the text at once (an ambiguous grammar)", kMaxStacks);
     Stack cur = std::move(work.back());
     work.pop_back();
     for (;;) {
@@ -76,6 +110,7 @@ void Matcher::expand(Stack s, std::vector<Stack>& out) const {
       if (++top.idx == seq.size()) cur.pop_back();
       const Rule& r = g_->rules[sym.index];
       for (uint32_t a = 0; a < r.alternatives.size(); ++a) {
+        spend(frames, cur.size() + 1);
         Stack next = cur;
         next.push_back({sym.index, a, 0});
         if (seen.insert(next).second) work.push_back(std::move(next));
@@ -87,15 +122,15 @@ void Matcher::expand(Stack s, std::vector<Stack>& out) const {
 
 void Matcher::step(const std::vector<Stack>& in, uint32_t cp, std::vector<Stack>& out) const {
   out.clear();
+  size_t frames = 0;
   for (const Stack& s : in) {
     if (s.empty() || !top_set(s).contains(cp)) continue;
+    spend(frames, s.size());
     Stack next = s;
     ++next.back().idx;
-    expand(std::move(next), out);
+    expand(std::move(next), out, frames);
   }
   dedup(out);
-  if (out.size() > kMaxStacks)
-    fail("grammar: more than {} ways to parse the text at once (an ambiguous grammar)", kMaxStacks);
 }
 
 bool Matcher::run(std::string_view bytes, std::vector<Stack>* out, Partial* pout) const {

@@ -2,6 +2,7 @@
 // points, as llama.cpp's grammar sampler), plus a UTF-8 sequence left incomplete by the last
 // bytes. Text arrives as byte strings (tokens' pieces), which may split a character.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -45,7 +46,8 @@ class Matcher {
   // not null) get the result.
   bool run(std::string_view bytes, std::vector<Stack>* out, Partial* pout) const;
   void step(const std::vector<Stack>& in, uint32_t cp, std::vector<Stack>& out) const;
-  void expand(Stack s, std::vector<Stack>& out) const;
+  // frames: the step's work so far (Error past a bound).
+  void expand(Stack s, std::vector<Stack>& out, size_t& frames) const;
   const CharSet& top_set(const Stack& s) const;
 
   std::shared_ptr<const Grammar> g_;

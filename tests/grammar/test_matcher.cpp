@@ -169,6 +169,16 @@ TEST(Matcher, AmbiguousAndNestedGrammarsStayBounded) {
   p.accept(deep);
   EXPECT_TRUE(p.complete());
   EXPECT_FALSE(p.allows(")"));
+  // Ambiguity under deep nesting: each "a" doubles the parses (a "b" owed or not), each of them
+  // as deep as the nesting. A character's work is bounded by the frames of all its parses, not
+  // by their count: 2^12 parses 1000 deep are refused with an error, long before 2^14.
+  Matcher q = make("root ::= \"(\" root \")\" | t\nt ::= \"a\" t \"b\" | \"a\" t | \"\"");
+  const std::string nest(1000, '(');
+  EXPECT_TRUE(q.allows(nest + "aaa"));
+  EXPECT_THROW(q.allows(nest + std::string(12, 'a')), Error);
+  EXPECT_TRUE(q.allows(nest + "ab)"));
+  // Nesting alone stays allowed deeper.
+  EXPECT_TRUE(make("root ::= \"(\" root \")\" | \"\"").allows(std::string(3000, '(')));
 }
 
 }  // namespace
