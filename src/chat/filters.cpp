@@ -9,6 +9,7 @@
 #include "chat/builtins.h"
 #include "chat/eval_error.h"
 #include "chat/json_io.h"
+#include "chat/render_budget.h"
 #include "chat/utf8.h"
 
 namespace minfer::chat {
@@ -103,6 +104,7 @@ Value f_center(const Value& v, const CallArgs& a) {
   const int64_t len = int64_t(utf8::length(s));
   if (width <= len) return Value::str(s);
   const int64_t total = width - len;
+  check_string_size(s.size() + size_t(std::min<int64_t>(total, int64_t(kMaxStringBytes) + 1)));
   const int64_t left = total / 2 + (total & width & 1);
   return Value::str(std::string(size_t(left), ' ') + s + std::string(size_t(total - left), ' '));
 }
@@ -128,6 +130,13 @@ int sort_compare(const Value& x, const Value& y, bool case_sensitive) {
   return compare(x, y);
 }
 
+// A sort's comparisons, n log2 n, against the render's steps (as items walked through).
+void charge_sort(size_t n) {
+  size_t log2n = 1;
+  while ((size_t(1) << log2n) < n) ++log2n;
+  charge_steps(1 + n * log2n / 16);
+}
+
 Value f_dictsort(const Value& v, const CallArgs& a) {
   if (!v.is_dict()) eval_fail("dictsort filter needs a dict, got " + type_name(v));
   const bool cs = bool_arg(a, 0, "case_sensitive", false);
@@ -136,6 +145,7 @@ Value f_dictsort(const Value& v, const CallArgs& a) {
   const bool rev = bool_arg(a, 2, "reverse", false);
   List items;
   for (const auto& [k, x] : v.dict->items) items.push_back(Value::make_tuple({Value::str(k), x}));
+  charge_sort(items.size());
   std::stable_sort(items.begin(), items.end(), [&](const Value& p, const Value& q) {
     const int c = sort_compare((*p.list)[by_value], (*q.list)[by_value], cs);
     return rev ? c > 0 : c < 0;
@@ -242,6 +252,7 @@ Value f_indent(const Value& v, const CallArgs& a) {
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i) out += "\n";
+    check_string_size(out.size() + 1 + pad.size() + lines[i].size());
     if (i > 0 && (blank || !lines[i].empty())) out += pad;
     out += lines[i];
   }
@@ -264,9 +275,11 @@ Value f_join(const Value& v, const CallArgs& a) {
   std::string out;
   bool first = true;
   for (const auto& x : iterate(v)) {
+    const std::string text = to_str(attr && !attr->is_none() ? attribute_path(x, to_str(*attr)) : x);
+    check_string_size(out.size() + sep.size() + text.size());
     if (!first) out += sep;
     first = false;
-    out += to_str(attr && !attr->is_none() ? attribute_path(x, to_str(*attr)) : x);
+    out += text;
   }
   return Value::str(std::move(out));
 }
@@ -386,6 +399,7 @@ Value f_sort(const Value& v, const CallArgs& a) {
   const bool cs = bool_arg(a, 1, "case_sensitive", false);
   const Value* attr = arg(a, 2, "attribute");
   List items = iterate(v);
+  charge_sort(items.size());
   auto key = [&](const Value& x) { return attr && !attr->is_none() ? attribute_path(x, to_str(*attr)) : x; };
   std::stable_sort(items.begin(), items.end(), [&](const Value& p, const Value& q) {
     const int c = sort_compare(key(p), key(q), cs);
@@ -428,6 +442,7 @@ Value f_unique(const Value& v, const CallArgs& a) {
   for (const auto& x : iterate(v)) {
     Value key = attr && !attr->is_none() ? attribute_path(x, to_str(*attr)) : x;
     if (!cs && key.is_string()) key = Value::str(utf8::lower(key.s));
+    charge_steps(1 + seen.size() / 16);  // a linear search: n items cost n^2 / 32
     bool dup = false;
     for (const auto& s : seen) dup = dup || equals(s, key);
     if (dup) continue;

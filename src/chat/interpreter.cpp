@@ -5,6 +5,7 @@
 
 #include "chat/builtins.h"
 #include "chat/eval_error.h"
+#include "chat/render_budget.h"
 #include "chat/template_error.h"
 
 namespace minfer::chat {
@@ -19,9 +20,11 @@ using ScopePtr = std::shared_ptr<Scope>;
 
 enum class Flow { Normal, Break, Continue };
 
-// Bounds recursion (nested expressions, recursive macros) so that hostile templates get an
-// error instead of a stack overflow.
+// Bound recursion (nested expressions, recursive macros) so that hostile templates get an
+// error instead of a stack overflow. A macro call nests a dozen C++ frames (body, statements,
+// expressions), so macro recursion has its own, lower bound.
 constexpr int kMaxDepth = 500;
+constexpr int kMaxCallDepth = 100;
 
 class Interp {
  public:
@@ -37,6 +40,7 @@ class Interp {
   }
 
   std::string run(const Program& p) {
+    RenderBudget budget;
     std::string out;
     exec(p.body, root_, out);
     return out;
@@ -45,6 +49,7 @@ class Interp {
  private:
   ScopePtr root_;
   int depth_ = 0;
+  int calls_ = 0;  // macro and caller() bodies being rendered
   std::vector<std::shared_ptr<Dict>> namespaces_;  // assigned to during this render
 
   static Value lookup(const ScopePtr& scope, const std::string& name) {
@@ -72,10 +77,18 @@ class Interp {
     }
   }
 
+  // Text appended to a render's output (itself a string, under the same bounds).
+  static void emit(std::string& out, const std::string& text) {
+    check_string_size(out.size() + text.size());
+    charge_bytes(text.size());
+    out += text;
+  }
+
   Flow exec_stmt(const Stmt& st, const ScopePtr& scope, std::string& out) {
+    charge_step();
     switch (st.kind) {
-      case Stmt::Text: out += st.text; return Flow::Normal;
-      case Stmt::Output: out += to_str(eval(*st.expr, scope)); return Flow::Normal;
+      case Stmt::Text: emit(out, st.text); return Flow::Normal;
+      case Stmt::Output: emit(out, to_str(eval(*st.expr, scope))); return Flow::Normal;
       case Stmt::If:
         for (const auto& [cond, body] : st.branches)
           if (truthy(eval(*cond, scope))) return exec(body, scope, out);
@@ -112,17 +125,17 @@ class Interp {
           auto s = std::make_shared<Scope>();
           s->parent = scope;
           bind_params(self->params, a, s);
-          return Value::str(render_body(self->body, s));
+          return Value::str(render_call(self->body, s));
         });
         const Expr& call = *st.expr;
         Value callee = eval(*call.args[0], scope);
         CallArgs a = eval_args(call, scope);
         a.kw.emplace_back("caller", std::move(caller));
-        out += to_str(invoke(callee, a, call));
+        emit(out, to_str(invoke(callee, a, call)));
         return Flow::Normal;
       }
       case Stmt::FilterBlock:
-        out += to_str(apply_filters(*st.filter, Value::str(render_body(st.body, scope)), scope));
+        emit(out, to_str(apply_filters(*st.filter, Value::str(render_body(st.body, scope)), scope)));
         return Flow::Normal;
       case Stmt::Group: return exec(st.body, scope, out);
       case Stmt::Break: return Flow::Break;
@@ -136,6 +149,17 @@ class Interp {
     std::string out;
     exec(body, scope, out);
     return out;
+  }
+
+  // A macro's or caller()'s body.
+  std::string render_call(const Body& body, const ScopePtr& scope) {
+    if (calls_ >= kMaxCallDepth) eval_fail("macro calls nested too deeply (more than " + std::to_string(kMaxCallDepth) + ")");
+    ++calls_;
+    struct Guard {
+      int& d;
+      ~Guard() { --d; }
+    } guard{calls_};
+    return render_body(body, scope);
   }
 
   static void assign(const std::vector<std::string>& targets, Value v, Scope& scope) {
@@ -175,6 +199,7 @@ class Interp {
       return a.pos[size_t(*index_cell % int64_t(a.pos.size()))];
     }));
     for (int64_t i = 0; i < n; ++i) {
+      charge_steps(4);  // an iteration, even of an empty body: a scope and the loop variables
       *index_cell = i;
       L.set("index", Value::integer(i + 1));
       L.set("index0", Value::integer(i));
@@ -230,7 +255,7 @@ class Interp {
       auto s = std::make_shared<Scope>();
       s->parent = weak.lock();
       bind_params(self->params, a, s);
-      return Value::str(render_body(self->body, s));
+      return Value::str(render_call(self->body, s));
     });
   }
 
@@ -259,7 +284,15 @@ class Interp {
     return fn(input, eval_args(f, scope));
   }
 
+  // Every value an expression yields is a copy: a string's bytes count against the budget.
   Value eval(const Expr& e, const ScopePtr& scope) {
+    charge_step();
+    Value v = eval_expr(e, scope);
+    if (v.is_string()) charge_bytes(v.s.size());
+    return v;
+  }
+
+  Value eval_expr(const Expr& e, const ScopePtr& scope) {
     if (++depth_ > kMaxDepth) {
       --depth_;
       eval_fail("expressions or macro calls nested too deeply");

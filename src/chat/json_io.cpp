@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "chat/eval_error.h"
+#include "chat/render_budget.h"
 
 namespace minfer::chat {
 
@@ -65,6 +66,7 @@ static void newline(std::string& out, int indent, int level) {
 }
 
 static void dump(std::string& out, const Value& v, int indent, int level) {
+  check_string_size(out.size() + (v.is_string() ? v.s.size() : 0));
   if (level > 200) eval_fail("value nested too deeply (or containing itself) for tojson");
   switch (v.kind) {
     case Value::None: out += "null"; return;

@@ -5,6 +5,7 @@
 
 #include "chat/builtins.h"
 #include "chat/eval_error.h"
+#include "chat/render_budget.h"
 #include "chat/utf8.h"
 
 namespace minfer::chat {
@@ -57,6 +58,7 @@ Value split(const std::string& s, const CallArgs& a, bool from_right) {
         }
         size_t j = i;
         while (j < cps.size() && !utf8::is_space(cps[j])) ++j;
+        check_items(words.size() + 1);
         words.push_back(utf8::encode({cps.begin() + long(i), cps.begin() + long(j)}));
         i = j;
       }
@@ -73,6 +75,7 @@ Value split(const std::string& s, const CallArgs& a, bool from_right) {
         }
         size_t b = e;
         while (b > 0 && !utf8::is_space(cps[b - 1])) --b;
+        check_items(words.size() + 1);
         words.push_back(utf8::encode({cps.begin() + long(b), cps.begin() + long(e)}));
         e = b;
       }
@@ -95,6 +98,7 @@ Value split(const std::string& s, const CallArgs& a, bool from_right) {
         pieces.push_back(s.substr(start));
         break;
       }
+      check_items(pieces.size() + 1);
       pieces.push_back(s.substr(start, at - start));
       start = at + sep.size();
     }
@@ -108,6 +112,7 @@ Value split(const std::string& s, const CallArgs& a, bool from_right) {
         pieces.push_back(s.substr(0, end));
         break;
       }
+      check_items(pieces.size() + 1);
       pieces.push_back(s.substr(at + sep.size(), end - at - sep.size()));
       end = at;
     }
@@ -141,6 +146,7 @@ std::string replace(const std::string& s, const std::string& from, const std::st
     int64_t done = 0;
     for (size_t i = 0; i <= cps.size(); ++i) {
       if (count < 0 || done < count) {
+        check_string_size(out.size() + to.size());
         out += to;
         ++done;
       }
@@ -154,6 +160,7 @@ std::string replace(const std::string& s, const std::string& from, const std::st
     const size_t at = s.find(from, pos);
     if (at == std::string::npos) break;
     out.append(s, pos, at - pos);
+    check_string_size(out.size() + to.size());
     out += to;
     pos = at + from.size();
     ++done;
@@ -191,7 +198,9 @@ std::string str_format(const std::string& fmt, const CallArgs& a) {
         v = a.kwarg(field);
       }
       if (!v) eval_fail("format(): no argument for field {" + field + "}");
-      out += to_str(*v);
+      const std::string text = to_str(*v);
+      check_string_size(out.size() + text.size());
+      out += text;
       i = close;
     } else if (c == '}') {
       eval_fail("Single '}' encountered in format string");
@@ -226,6 +235,7 @@ Value string_method(const std::string& s, const std::string& name, const CallArg
     size_t start = 0;
     for (size_t i = 0; i < s.size(); ++i) {
       if (s[i] == '\n' || s[i] == '\r') {
+        check_items(lines.size() + 1);
         lines.push_back(Value::str(s.substr(start, i - start)));
         if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
         start = i + 1;
@@ -264,6 +274,7 @@ Value string_method(const std::string& s, const std::string& name, const CallArg
     bool first = true;
     for (const auto& v : iterate(*it)) {
       if (!v.is_string()) eval_fail("sequence item: expected str instance, " + type_name(v) + " found");
+      check_string_size(out.size() + s.size() + v.s.size());
       if (!first) out += s;
       first = false;
       out += v.s;
@@ -381,6 +392,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         const size_t width = digits == std::string::npos ? 0 : std::min<size_t>(std::stoul(spec.substr(digits)), 4096);
         const size_t len = utf8::length(text);
         const std::string pad = width > len ? std::string(width - len, ' ') : std::string();
+        check_string_size(out.size() + text.size() + pad.size());
         out += left ? text + pad : pad + text;
         break;
       }

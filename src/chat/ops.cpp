@@ -1,7 +1,9 @@
+#include <algorithm>
 #include <cmath>
 
 #include "chat/builtins.h"
 #include "chat/eval_error.h"
+#include "chat/render_budget.h"
 
 namespace minfer::chat {
 
@@ -17,17 +19,28 @@ static int64_t int_of(const Value& v) { return v.kind == Value::Int ? v.i : int6
             "' and '" + type_name(b) + "'");
 }
 
+// Copies of the items go to the end of `out` (a string item's bytes are copied too).
+static void append_copies(List& out, const List& items) {
+  charge_steps(1 + items.size() / 16);
+  for (const Value& x : items) {
+    if (x.is_string()) charge_bytes(x.s.size());
+    out.push_back(x);
+  }
+}
+
 static Value repeat(const Value& seq, int64_t n) {
   const size_t unit = seq.is_string() ? seq.s.size() : seq.list->size();
-  if (n > 0 && unit > 0 && uint64_t(n) > (uint64_t(64) << 20) / unit)
-    eval_fail("sequence repetition result is too large");
+  const size_t limit = seq.is_string() ? kMaxStringBytes : kMaxItems;
+  if (n > 0 && unit > 0 && uint64_t(n) > limit / unit) eval_fail("sequence repetition result is too large");
   if (seq.is_string()) {
+    charge_bytes(unit * size_t(std::max<int64_t>(n, 0)));
     std::string out;
+    out.reserve(unit * size_t(std::max<int64_t>(n, 0)));
     for (int64_t k = 0; k < n; ++k) out += seq.s;
     return Value::str(std::move(out));
   }
   List out;
-  for (int64_t k = 0; k < n; ++k) out.insert(out.end(), seq.list->begin(), seq.list->end());
+  for (int64_t k = 0; k < n; ++k) append_copies(out, *seq.list);
   return Value::make_list(std::move(out));
 }
 
@@ -72,7 +85,11 @@ Value negate(const Value& v) {
 }
 
 Value binary_op(std::string_view op, const Value& a, const Value& b) {
-  if (op == "~") return Value::str(to_str(a) + to_str(b));
+  if (op == "~") {
+    const std::string l = to_str(a), r = to_str(b);
+    charge_bytes(l.size() + r.size());
+    return Value::str(l + r);
+  }
   if (op == "==") return Value::boolean(equals(a, b));
   if (op == "!=") return Value::boolean(!equals(a, b));
   if (op == "in") return Value::boolean(contains(b, a));
@@ -89,10 +106,15 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
   if (op == "+") {
     if (ints) return checked(op, int_of(a), int_of(b));
     if (nums) return Value::number(a.as_double() + b.as_double());
-    if (a.is_string() && b.is_string()) return Value::str(a.s + b.s);
+    if (a.is_string() && b.is_string()) {
+      charge_bytes(a.s.size() + b.s.size());
+      return Value::str(a.s + b.s);
+    }
     if (a.is_list() && b.is_list()) {
-      List out = *a.list;
-      out.insert(out.end(), b.list->begin(), b.list->end());
+      check_items(a.list->size() + b.list->size());
+      List out;
+      append_copies(out, *a.list);
+      append_copies(out, *b.list);
       return Value::make_list(std::move(out));
     }
     unsupported(op, a, b);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "chat/eval_error.h"
+#include "chat/render_budget.h"
 #include "chat/utf8.h"
 
 namespace minfer::chat {
@@ -319,6 +320,7 @@ std::string to_str(const Value& v) {
 }
 
 List iterate(const Value& v) {
+  if (v.is_list()) charge_steps(1 + v.list->size() / 16);
   switch (v.kind) {
     case Value::Undefined: return {};
     case Value::ListK: return *v.list;
@@ -328,8 +330,11 @@ List iterate(const Value& v) {
       return keys;
     }
     case Value::String: {
+      const auto cps = utf8::decode(v.s);
+      check_items(cps.size());
+      charge_steps(1 + cps.size() / 16);
       List chars;
-      for (char32_t c : utf8::decode(v.s)) {
+      for (char32_t c : cps) {
         std::string one;
         utf8::append(one, c);
         chars.push_back(Value::str(std::move(one)));

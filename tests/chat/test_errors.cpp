@@ -88,6 +88,31 @@ TEST(ChatErrors, HostileInputGivesErrors) {
   EXPECT_THROW(render("{% set ns = namespace(l=[]) %}{% set ns.me = ns %}{{ ns | tojson }}"), TemplateError);
 }
 
+// Templates come inside model files: one that would run for hours or build gigabytes must stop
+// with an error at the render budget (chat/render_budget.h) that bounds it.
+TEST(ChatErrors, HostileTemplatesStopAtTheRenderBudget) {
+  auto expect_error = [](const std::string& src, const std::string& why) {
+    const std::string msg = render_error(src).what();
+    EXPECT_NE(msg.find(why), std::string::npos) << src << "\n -> " << msg;
+  };
+  expect_error("{{ 'x' | center(100000000000) }}", "string too large");
+  expect_error("{% set s = 'ab' * 1000000 %}{{ s.replace('a', s) }}", "string too large");
+  expect_error("{{ ([('x' * 1000000)] * 100) | join }}", "string too large");
+  expect_error("{% set ns = namespace(x=[1]) %}{% for i in range(12) %}{% set ns.x = [ns.x] * 8 %}{% endfor %}"
+               "{{ ns.x | tojson }}", "string too large");
+  expect_error("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "ran too long");
+  expect_error("{{ range(100000) | unique | length }}", "ran too long");
+  expect_error("{% set s = 'ab' * 1000000 %}{% for i in range(100000) %}{% set t = s ~ '' %}{% endfor %}",
+               "built more than 1024 MiB");
+  expect_error("{{ ('\\n' * 2000000).split('\\n') | length }}", "list too large");
+  expect_error("{% macro f(n) %}{% for i in range(n) %}{{ f(n) }}{% endfor %}{% endmacro %}{{ f(2) }}",
+               "macro calls nested too deeply (more than 100)");
+  // Well inside the budget: a long loop, a large string and a deep macro recursion render.
+  EXPECT_EQ(render("{% for i in range(100000) %}{{ i % 10 }}{% endfor %}").size(), 100000u);
+  EXPECT_EQ(render("{{ ('ab' * 10000000) | length }}"), "20000000");
+  EXPECT_EQ(render("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}{{ n }}{% endmacro %}{{ f(50) | length }}"), "92");  // 0 to 50
+}
+
 TEST(ChatErrors, RandomInputNeverCrashes) {
   // Mutations of a real template: each must either render or throw TemplateError.
   const std::string base =
