@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds and runs every test: the unit and golden tests (Release build), the unit tests again
-# under AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers of the GGUF reader (60 s),
-# the chat-template interpreter (30 s), the importance-matrix reader (20 s), the server's
-# request parser (20 s) and the GBNF grammars (20 s).
+# Builds and runs every test: the unit and golden tests (Release build with GCC; again with Clang,
+# but for the tests labelled slow), the unit tests again under AddressSanitizer +
+# UndefinedBehaviorSanitizer, and the fuzzers of the GGUF reader (60 s), the chat-template
+# interpreter (30 s), the importance-matrix reader (20 s), the server's request parser (20 s),
+# the GBNF grammars (20 s) and the JSON schemas (20 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
@@ -13,6 +14,11 @@ echo "== release build + tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$JOBS"
 ctest --test-dir build --output-on-failure -j"$JOBS"
+
+echo "== clang release build + tests (the kernels' ISA regions and bit-exact rounding under Clang)"
+CC=clang CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build-clang -j"$JOBS"
+ctest --test-dir build-clang --output-on-failure -j"$JOBS" -LE slow
 
 echo "== sanitizer build (ASan + UBSan) + unit tests"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMINFER_SANITIZE=ON \

@@ -72,8 +72,6 @@ class ArenaPlanner {
   size_t top_ = 0, peak_ = 0;
 };
 
-constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
-
 // Time line: the copies of split s happen at 2*first(s), node n runs at 2*n+1.
 int64_t node_time(NodeId n) { return 2 * int64_t(n) + 1; }
 

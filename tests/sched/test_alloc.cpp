@@ -249,7 +249,7 @@ TEST(KvStore, RegionsAreSizedFromTheGraphAndKeepTheirContents) {
   EXPECT_THROW(f16.ensure(test::build_mini(other, test::mini_params(1, 1)).g), Error);
   f16.clear();
   EXPECT_EQ(f16.layer(0).k.data[5], 0);
-  EXPECT_THROW(sched::KvStore(GgmlType::Q4_0), Error);
+  EXPECT_THROW(sched::KvStore{GgmlType::Q4_0}, Error);
 }
 
 // Each KV head's rows lie together (cpu::KvRegion): the heads come from the graph's KV nodes.

@@ -21,11 +21,14 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")
+#include "backend/cpu/isa_target.h"
+
+MINFER_ISA_BEGIN(MINFER_ISA_AVX512)
+#if !defined(__clang__)
 // GCC 12's AVX-512 headers trip these on their own _mm512_undefined_* placeholders.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 namespace minfer::cpu {
 namespace {
@@ -189,7 +192,7 @@ Q8KSumsFn quantize_q8_K_avx512() { return &q8_K_avx512; }
 
 }  // namespace minfer::cpu
 
-#pragma GCC pop_options
+MINFER_ISA_END()
 
 #else  // not x86-64
 

@@ -1,6 +1,6 @@
 // The block attention kernel (kernels_ops.h, AttnBlockFn) for the AVX2 and the AVX-512
 // translation units. Each includes <immintrin.h> and every other header first, switches the
-// target ISA with `#pragma GCC target`, defines `AttnVec` (its float vector and the few
+// target ISA with `MINFER_ISA_BEGIN` (isa_target.h), defines `AttnVec` (its float vector and the few
 // operations below that differ between the ISAs, see simd_ops_avx512.cpp) and includes this
 // file. Internal linkage and no standard-library templates, as simd_tiles.h.
 //

@@ -1,5 +1,5 @@
 // An 8 x 8 transpose of floats in ymm registers, for the AVX2 and AVX-512 translation units:
-// they include this after their `#pragma GCC target` (internal linkage, as simd_tiles.h).
+// they include this after their `MINFER_ISA_BEGIN` (isa_target.h), with internal linkage as simd_tiles.h.
 #ifndef MINFER_AVX2_TRANSPOSE_BODY
 #define MINFER_AVX2_TRANSPOSE_BODY
 

@@ -1,5 +1,5 @@
 // A 16 x 16 transpose of 32-bit lanes in zmm registers, for the AVX-512 translation units: they
-// include this after their `#pragma GCC target` (internal linkage, as simd_tiles.h).
+// include this after their `MINFER_ISA_BEGIN` (isa_target.h), with internal linkage as simd_tiles.h.
 #ifndef MINFER_AVX512_TRANSPOSE_BODY
 #define MINFER_AVX512_TRANSPOSE_BODY
 

@@ -1,6 +1,6 @@
 // vpdpbusd with its 4 signed bytes broadcast from memory (and the in-place nibble products built
 // on it), for the AVX-512 translation units: they
-// include this after their `#pragma GCC target` (internal linkage, as avx512_transpose.h).
+// include this after their `MINFER_ISA_BEGIN` (isa_target.h), with internal linkage as avx512_transpose.h.
 #ifndef MINFER_AVX512_VNNI_BODY
 #define MINFER_AVX512_VNNI_BODY
 

@@ -6,8 +6,10 @@
 
 #include "common/error.h"
 
-#if defined(__x86_64__) && defined(__linux__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+#if defined(__x86_64__) && defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -34,6 +36,17 @@ bool amx_usable() {
 #endif
 }
 
+// F16C: CPUID.1:ECX bit 29 (Clang's __builtin_cpu_supports does not take "f16c"; its ymm state
+// is AVX2's, checked with it).
+bool f16c_cpuid() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && ((c >> 29) & 1);
+#else
+  return false;
+#endif
+}
+
 // AVX-VNNI: CPUID.(EAX=7, ECX=1):EAX bit 4 (its ymm state is AVX2's, checked with it).
 bool avx_vnni_cpuid() {
 #if defined(__x86_64__) && defined(__linux__)
@@ -50,8 +63,7 @@ unsigned detect() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   // __builtin_cpu_supports also checks that the OS saves the wider registers (XCR0).
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c_cpuid();
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512vnni");

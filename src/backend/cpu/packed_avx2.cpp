@@ -2,9 +2,11 @@
 #include "backend/cpu/packed_gemm.h"
 
 #if defined(__x86_64__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+#include "backend/cpu/isa_target.h"
+MINFER_ISA_BEGIN(MINFER_ISA_AVX2)
+#if !defined(__clang__)
 #pragma GCC optimize("fp-contract=off")
+#endif
 #define MINFER_PACKED_VNNI 0
 #include "backend/cpu/packed_256.h"
 
@@ -12,7 +14,7 @@ namespace minfer::cpu {
 PackedGemmFn packed_gemm_avx2(GgmlType t) { return packed_gemm_256(t); }
 }  // namespace minfer::cpu
 
-#pragma GCC pop_options
+MINFER_ISA_END()
 
 #else  // not x86-64
 

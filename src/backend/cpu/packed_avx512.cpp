@@ -18,11 +18,14 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
+#include "backend/cpu/isa_target.h"
+
+MINFER_ISA_BEGIN(MINFER_ISA_AVX512VNNI)
+#if !defined(__clang__)
 #pragma GCC optimize("fp-contract=off")
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 #include "backend/cpu/avx512_vnni.h"
 
@@ -455,7 +458,7 @@ inline void signed_panel(const uint8_t* grp, int64_t nb, uint8_t* out) {
 // One 16-token tile (activation blocks xa, scales xd: 16 a block) x one group (signed quants
 // at panel, scales at grp, qb quant bytes a block) into y. (The steps are lambdas over a local
 // array, fully unrolled, so that the accumulators stay in registers.)
-__attribute__((target("amx-tile,amx-int8"))) void amx_tile(const uint8_t* panel, const uint8_t* grp,
+__attribute__((target(MINFER_ISA_AVX512VNNI ",amx-tile,amx-int8"))) void amx_tile(const uint8_t* panel, const uint8_t* grp,
                                                            size_t qb, int64_t nb, const uint8_t* xa,
                                                            const float* xd, int32_t* sums, float* y,
                                                            int64_t ldy) {
@@ -500,7 +503,7 @@ __attribute__((target("amx-tile,amx-int8"))) void amx_tile(const uint8_t* panel,
 }
 
 template <class P>
-__attribute__((target("amx-tile,amx-int8"))) void gemm_amx(GgmlType type, const uint8_t* wp,
+__attribute__((target(MINFER_ISA_AVX512VNNI ",amx-tile,amx-int8"))) void gemm_amx(GgmlType type, const uint8_t* wp,
                                                            int64_t n_groups, int64_t nb,
                                                            const PackedAct& x, int64_t nt,
                                                            float* y, int64_t ldy) {
@@ -557,7 +560,7 @@ PackedGemmFn packed_gemm_amx(GgmlType t) {
 
 }  // namespace minfer::cpu
 
-#pragma GCC pop_options
+MINFER_ISA_END()
 
 #else  // not x86-64
 

@@ -14,10 +14,13 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+#include "backend/cpu/isa_target.h"
+
+MINFER_ISA_BEGIN(MINFER_ISA_AVX2)
+#if !defined(__clang__)
 // Only the explicit _mm256_fmadd_ps may fuse: scalar steps must round like the scalar kernels.
 #pragma GCC optimize("fp-contract=off")
+#endif
 
 namespace minfer::cpu {
 namespace {
@@ -168,7 +171,7 @@ SwigluFn swiglu_avx2() { return &swiglu_simd; }
 
 }  // namespace minfer::cpu
 
-#pragma GCC pop_options
+MINFER_ISA_END()
 #else
 namespace minfer::cpu {
 DotTileFn dot_tile_avx2(GgmlType) { return nullptr; }

@@ -20,6 +20,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "backend/cpu/isa_target.h"
+
 namespace minfer::cpu {
 namespace {
 inline uint8_t* scratch(int slot, size_t bytes) {
@@ -28,13 +30,14 @@ inline uint8_t* scratch(int slot, size_t bytes) {
 }  // namespace
 }  // namespace minfer::cpu
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
+MINFER_ISA_BEGIN(MINFER_ISA_AVX512VNNI)
+#if !defined(__clang__)
 // Only the explicit FMA intrinsics may fuse: scalar steps must round like the scalar kernels.
 #pragma GCC optimize("fp-contract=off")
 // GCC 12 reports _mm512_undefined_ps() (inside _mm512_cvtepi32_ps) as uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 namespace minfer::cpu {
 namespace {
@@ -645,8 +648,8 @@ inline void kq_tile(const uint8_t* panel, int64_t nsb, const uint8_t* x, size_t 
 constexpr AmxTileConfig kKqTiles = {
     1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
 
-__attribute__((target("amx-tile,amx-int8"))) void kq_amx_begin() { _tile_loadconfig(&kKqTiles); }
-__attribute__((target("amx-tile,amx-int8"))) void kq_amx_end() { _tile_release(); }
+__attribute__((target(MINFER_ISA_AVX512VNNI ",amx-tile,amx-int8"))) void kq_amx_begin() { _tile_loadconfig(&kKqTiles); }
+__attribute__((target(MINFER_ISA_AVX512VNNI ",amx-tile,amx-int8"))) void kq_amx_end() { _tile_release(); }
 
 constexpr size_t kKqScaledBytes = 2 * kQuantBytes;  // per super-block: q x lo, then q x hi
 
@@ -754,7 +757,7 @@ constexpr size_t kq_amx_scaled_bytes() {
 // - Q2_K (its panel's own quants, the scales folded in): each 64-column step into its own tile
 //   0-3, added.
 template <class K, int NT>
-__attribute__((target("amx-tile,amx-int8"))) void kq_amx_tile(
+__attribute__((target(MINFER_ISA_AVX512VNNI ",amx-tile,amx-int8"))) void kq_amx_tile(
     const uint8_t* panel, const uint8_t* scaled, int64_t nsb, const uint8_t* x, size_t xs,
     const Q8KSums* prep, int64_t t0, float* y, int64_t ldy, __mmask16 rows) {
   constexpr bool kQ6 = std::is_same_v<K, Q6KPanel>, kQ2 = std::is_same_v<K, Q2KPanel>;
@@ -1913,7 +1916,7 @@ inline void dword_transpose16(const uint8_t* src, size_t stride, int64_t n, uint
 }
 
 template <int T>
-__attribute__((target("avx512bf16"))) inline void bpanel_tile(const uint32_t* pan, int64_t np, const uint32_t* xt,
+__attribute__((target(MINFER_ISA_AVX512VNNI ",avx512bf16"))) inline void bpanel_tile(const uint32_t* pan, int64_t np, const uint32_t* xt,
                                                                __mmask16 rows, float* y, int64_t ldy) {
   __m512 tot[T], acc[T];
 #pragma GCC unroll 16
@@ -1942,7 +1945,7 @@ __attribute__((target("avx512bf16"))) inline void bpanel_tile(const uint32_t* pa
 // Gemm128_BF16 3072 x 1024 271-333 -> 321-358 GOP/s; qwen3-0.6b BF16 pp128 2 threads 412-503 ->
 // 530-557 t/s (alternating; one outlier at 326).
 template <int T>
-__attribute__((target("avx512bf16"))) inline void bpanel_tile2(const uint32_t* p0, const uint32_t* p1, int64_t np,
+__attribute__((target(MINFER_ISA_AVX512VNNI ",avx512bf16"))) inline void bpanel_tile2(const uint32_t* p0, const uint32_t* p1, int64_t np,
                                                                 const uint32_t* xt, __mmask16 rm0, __mmask16 rm1,
                                                                 float* y0, float* y1, int64_t ldy) {
   alignas(64) float tot[2][T][16];
@@ -1971,7 +1974,7 @@ __attribute__((target("avx512bf16"))) inline void bpanel_tile2(const uint32_t* p
 // rest into sum 0, under a mask), R x T at most 2 x 2; one token takes its rows one at a time, as
 // row_stream_tiles does. qwen3-0.6b BF16 tg64, 2 threads: see PERFORMANCE.md (session 19).
 template <int R, int T>
-__attribute__((target("avx512bf16"))) inline void brow_tile(const Tile& a, int64_t r0, int64_t t0) {
+__attribute__((target(MINFER_ISA_AVX512VNNI ",avx512bf16"))) inline void brow_tile(const Tile& a, int64_t r0, int64_t t0) {
   __m512 acc[R][T][4];
   const uint8_t* wr[R];
   const uint8_t* xr[T];
@@ -2006,7 +2009,7 @@ __attribute__((target("avx512bf16"))) inline void brow_tile(const Tile& a, int64
           _mm512_add_ps(_mm512_add_ps(acc[r][t][0], acc[r][t][1]), _mm512_add_ps(acc[r][t][2], acc[r][t][3])));
 }
 
-__attribute__((target("avx512bf16"))) void brow_gemm(int64_t n, const uint8_t* w, size_t ws, int64_t nr,
+__attribute__((target(MINFER_ISA_AVX512VNNI ",avx512bf16"))) void brow_gemm(int64_t n, const uint8_t* w, size_t ws, int64_t nr,
                                                       const uint8_t* x, size_t xs, int64_t nt, float* y,
                                                       int64_t ldy) {
   const Tile a{n, w, ws, x, xs, y, ldy};
@@ -2021,7 +2024,7 @@ __attribute__((target("avx512bf16"))) void brow_gemm(int64_t n, const uint8_t* w
 }
 
 // Prompts: rows of whole 32-column pieces only (every model's); the others go to fpanel_gemm.
-__attribute__((target("avx512bf16"))) void bpanel_gemm(GgmlType t, int64_t n, const uint8_t* w, size_t ws,
+__attribute__((target(MINFER_ISA_AVX512VNNI ",avx512bf16"))) void bpanel_gemm(GgmlType t, int64_t n, const uint8_t* w, size_t ws,
                                                         int64_t nr, const uint8_t* x, size_t xs, int64_t nt,
                                                         float* y, int64_t ldy) {
   if (nt < kFloatPanelTokens) {
@@ -2129,7 +2132,7 @@ DotTileFn dot_tile_avx512(GgmlType t) {
 
 }  // namespace minfer::cpu
 
-#pragma GCC pop_options
+MINFER_ISA_END()
 #else
 namespace minfer::cpu {
 DotTileFn dot_tile_avx512(GgmlType) { return nullptr; }

@@ -11,9 +11,12 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+#include "backend/cpu/isa_target.h"
+
+MINFER_ISA_BEGIN(MINFER_ISA_AVX2)
+#if !defined(__clang__)
 #pragma GCC optimize("fp-contract=off")
+#endif
 
 #include "backend/cpu/avx2_transpose.h"
 
@@ -197,7 +200,7 @@ OpsKernels ops_avx2() {
 
 }  // namespace minfer::cpu
 
-#pragma GCC pop_options
+MINFER_ISA_END()
 #else
 namespace minfer::cpu {
 OpsKernels ops_avx2() { return {}; }

@@ -12,11 +12,14 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")
+#include "backend/cpu/isa_target.h"
+
+MINFER_ISA_BEGIN(MINFER_ISA_AVX512)
+#if !defined(__clang__)
 #pragma GCC optimize("fp-contract=off")
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 #include "backend/cpu/avx2_transpose.h"
 #include "backend/cpu/avx512_transpose.h"
@@ -247,7 +250,7 @@ SwigluFn swiglu_avx512() { return &swiglu512; }
 
 }  // namespace minfer::cpu
 
-#pragma GCC pop_options
+MINFER_ISA_END()
 #else
 namespace minfer::cpu {
 OpsKernels ops_avx512() { return {}; }

@@ -1,6 +1,6 @@
 // SIMD tile kernels shared by the AVX2 and the AVX-512 translation units. Each of those files
 // includes <immintrin.h> and every other header first, then switches the target ISA with
-// `#pragma GCC target`, defines `I8Ops` (the int8 dot-product primitive of its ISA) and
+// `MINFER_ISA_BEGIN` (isa_target.h), defines `I8Ops` (the int8 dot-product primitive of its ISA) and
 // includes this file. Everything here has internal linkage, so each ISA gets its own copy and
 // no out-of-line AVX code can leak into the baseline build through a shared inline symbol.
 // No standard-library templates are used below for the same reason.
