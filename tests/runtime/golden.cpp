@@ -30,8 +30,12 @@ GoldenFile read_golden(const std::string& path) {
 }
 
 std::vector<std::string> golden_files() {
+  // Without the folder, one case that names it: it skips where ../shared is missing and fails
+  // where only the goldens are, rather than aborting the test binary at start-up.
+  const std::string dir = shared_path("golden/models");
+  if (!std::filesystem::is_directory(dir)) return {dir + "/missing"};
   std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(shared_path("golden/models"))) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
     if (e.path().extension() == ".json" && name.find("greedy64") == std::string::npos)
       out.push_back(e.path().string());
