@@ -3,7 +3,8 @@
 # BUILD_DIR must hold fuzz_<target> built with -DMINFER_FUZZ=ON (clang).
 # gguf (default): the seed corpus is the first 64 KB of every GGUF file in ../shared plus a
 # small complete GGUF built here, so the fuzzer starts from real headers.
-# template: the seeds are the real chat templates in ../shared/templates.
+# template: the seeds are the real chat templates in ../shared/templates and two of Python's
+# built-ins and statements (with, recursive loops, format specs, groupby, ...).
 # imatrix: the seeds are a small legacy importance-matrix file and a small GGUF one built here.
 # openai_request: the seeds are chat and completion request bodies (minfer serve).
 # gbnf: the seeds are GBNF grammars (JSON, a chess-like one, repetitions), each with text to match.
@@ -61,6 +62,10 @@ if [ "$TARGET" = template ]; then
     cp "$f" "$SEED/$(basename "$f")"
     n=$((n + 1))
   done
+  # the Python built-ins and statements the real templates rarely reach
+  printf '%s' "{% with a = {0: 1, 2.5: 'x'} %}{{ a|tojson(sort_keys=true, ensure_ascii=true) }}{% endwith %}{% for x in [[1, [2]], 3] recursive %}{{ loop(x) if x is iterable else '{:>{}.2f}|{:#x}'.format(x, loop.depth, x) }}{{ loop.changed(x) }}{% endfor %}" > "$SEED/python-builtins.jinja"
+  printf '%s' "{% set c = cycler('a', 'b') %}{% set j = joiner() %}{% for g in messages|groupby('role') %}{{ j() }}{{ c.next() }}{{ g.grouper|truncate(3) }}{{ g.list|slice(2)|list }}{% endfor %}{{ 'a%cb' % 0x41 }}{{ 'x'.center(5, '-').partition('x') }}{{ 'a\\nb'.splitlines() }}{{ '1_0'|int }}{{ 1234|round(-2) }}" > "$SEED/python-helpers.jinja"
+  n=$((n + 2))
   echo "fuzz.sh: $n seeds in $SEED; fuzzing fuzz_template for $SECONDS_TO_RUN s"
   exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=8192 -timeout=10 \
     -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1

@@ -31,6 +31,7 @@ Value get_attr(const Value& obj, const std::string& name) {
   if (obj.kind == Value::DictK || obj.kind == Value::Namespace) {
     if (const Value* v = obj.dict->find(name)) return *v;
   }
+  if (obj.group && (name == "grouper" || name == "list")) return (*obj.list)[name == "list"];
   return Value::undefined(object_name(obj) + " has no attribute '" + name + "'");
 }
 
@@ -39,8 +40,11 @@ Value get_item(const Value& obj, const Value& key) {
   switch (obj.kind) {
     case Value::DictK:
     case Value::Namespace:
+      if (obj.kind == Value::DictK && !key.is_string()) {
+        if (const Value* v = obj.dict->find(dict_key(key))) return *v;
+      }
       if (key.is_string()) {
-        if (const Value* v = obj.dict->find(key.s)) return *v;
+        if (const Value* v = obj.dict->find(obj.kind == Value::DictK ? dict_key(key) : key.s)) return *v;
         Value m = method(obj, key.s);
         if (!m.is_undefined()) return m;
         return Value::undefined(object_name(obj) + " has no attribute '" + key.s + "'");

@@ -57,7 +57,7 @@ struct Stmt {
     Text,        // text
     Output,      // {{ expr }}
     If,          // branches (cond, body)..., else_body
-    For,         // for targets in expr [if cond]: body else else_body
+    For,         // for targets in expr [if cond] [recursive]: body else else_body
     Set,         // targets = expr; with attr: targets[0].attr = expr
     SetBlock,    // targets[0] = rendered body, passed through filter (may be null)
     Macro,       // name(params): body
@@ -67,6 +67,7 @@ struct Stmt {
     Break,
     Continue,
     Do,          // evaluate expr, discard
+    With,        // params (name = value, evaluated outside) visible in body only
   };
   Kind kind;
   int line;
@@ -81,6 +82,7 @@ struct Stmt {
   Body body;
   Body else_body;
   std::vector<Param> params;
+  bool recursive = false;  // For: `loop(items)` renders the loop again one level deeper
 
   Stmt(Kind k, int l) : kind(k), line(l) {}
 };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <unordered_map>
 
 #include "chat/builtins.h"
@@ -77,6 +78,54 @@ Value f_batch(const Value& v, const CallArgs& a) {
   return Value::make_list(std::move(out));
 }
 
+// Jinja2's slice: `slices` lists of consecutive items, the first len % slices one longer; with
+// fill_with, the shorter ones padded by one.
+Value f_slice(const Value& v, const CallArgs& a) {
+  const Value* n = arg(a, 0, "slices");
+  if (!n || n->kind != Value::Int || n->i <= 0) eval_fail("slice filter needs a positive count");
+  const Value* fill = arg(a, 1, "fill_with");
+  const List seq = iterate(v);
+  const int64_t len = int64_t(seq.size()), slices = n->i;
+  check_items(size_t(std::min<int64_t>(slices, int64_t(1) << 30)));
+  const int64_t per = len / slices, extra = len % slices;
+  List out;
+  int64_t offset = 0;
+  for (int64_t k = 0; k < slices; ++k) {
+    const int64_t start = offset + k * per;
+    if (k < extra) ++offset;
+    const int64_t end = offset + (k + 1) * per;
+    List part(seq.begin() + start, seq.begin() + end);
+    if (fill && !fill->is_none() && k >= extra) part.push_back(*fill);
+    out.push_back(Value::make_list(std::move(part)));
+  }
+  return Value::make_list(std::move(out));
+}
+
+// Jinja2's truncate(length=255, killwords=False, end='...', leeway=5), in code points: a string
+// within length + leeway stays; else cut to length - len(end), at the last space unless
+// killwords, and end appended.
+Value f_truncate(const Value& v, const CallArgs& a) {
+  const std::string s = to_str(v);
+  const Value* lv = arg(a, 0, "length");
+  const int64_t length = lv && lv->kind == Value::Int ? lv->i : 255;
+  const bool killwords = bool_arg(a, 1, "killwords", false);
+  const Value* ev = arg(a, 2, "end");
+  const std::string end = ev ? to_str(*ev) : "...";
+  const Value* lw = arg(a, 3, "leeway");
+  const int64_t leeway = lw && lw->kind == Value::Int ? lw->i : 5;
+  const auto cps = utf8::decode(s);
+  const int64_t end_len = int64_t(utf8::length(end));
+  if (length < end_len) eval_fail("truncate: expected length >= " + std::to_string(end_len) + ", got " + std::to_string(length));
+  if (leeway < 0) eval_fail("truncate: expected leeway >= 0, got " + std::to_string(leeway));
+  if (int64_t(cps.size()) <= length + leeway) return Value::str(s);
+  std::vector<char32_t> head(cps.begin(), cps.begin() + (length - end_len));
+  if (!killwords) {
+    const auto sp = std::find(head.rbegin(), head.rend(), U' ');
+    if (sp != head.rend()) head.erase(sp.base() - 1, head.end());
+  }
+  return Value::str(utf8::encode(head) + end);
+}
+
 Value f_capitalize(const Value& v, const CallArgs&) { return Value::str(utf8::capitalize(str_of(v, "capitalize"))); }
 Value f_upper(const Value& v, const CallArgs&) { return Value::str(utf8::upper(str_of(v, "upper"))); }
 Value f_lower(const Value& v, const CallArgs&) { return Value::str(utf8::lower(str_of(v, "lower"))); }
@@ -130,11 +179,35 @@ int sort_compare(const Value& x, const Value& y, bool case_sensitive) {
   return compare(x, y);
 }
 
-// A sort's comparisons, n log2 n, against the render's steps (as items walked through).
-void charge_sort(size_t n) {
-  size_t log2n = 1;
-  while ((size_t(1) << log2n) < n) ++log2n;
-  charge_steps(1 + n * log2n / 16);
+// Jinja2's groupby(attribute, default=None, case_sensitive=False): sorted by the attribute
+// (strings compared in lower case unless case_sensitive), then runs of equal keys as
+// (grouper, list) tuples; without case_sensitive the grouper is the first item's own value.
+Value f_groupby(const Value& v, const CallArgs& a) {
+  const Value* attr = arg(a, 0, "attribute");
+  if (!attr) eval_fail("groupby filter needs an attribute");
+  const Value* dflt = arg(a, 1, "default");
+  const bool cs = bool_arg(a, 2, "case_sensitive", false);
+  const std::string path = to_str(*attr);
+  const auto key = [&](const Value& x) {
+    Value k = attribute_path(x, path);
+    return k.is_undefined() && dflt ? *dflt : k;
+  };
+  List items = iterate(v);
+  charge_sort(items.size());
+  std::stable_sort(items.begin(), items.end(),
+                   [&](const Value& p, const Value& q) { return sort_compare(key(p), key(q), cs) < 0; });
+  List out;
+  for (size_t i = 0; i < items.size();) {
+    const Value k = key(items[i]);
+    List members;
+    size_t j = i;
+    for (; j < items.size() && sort_compare(key(items[j]), k, cs) == 0; ++j) members.push_back(items[j]);
+    Value g = Value::make_tuple({k, Value::make_list(std::move(members))});
+    g.group = true;
+    out.push_back(std::move(g));
+    i = j;
+  }
+  return Value::make_list(std::move(out));
 }
 
 Value f_dictsort(const Value& v, const CallArgs& a) {
@@ -144,7 +217,7 @@ Value f_dictsort(const Value& v, const CallArgs& a) {
   const bool by_value = by && by->is_string() && by->s == "value";
   const bool rev = bool_arg(a, 2, "reverse", false);
   List items;
-  for (const auto& [k, x] : v.dict->items) items.push_back(Value::make_tuple({Value::str(k), x}));
+  for (const auto& [k, x] : v.dict->items) items.push_back(Value::make_tuple({key_value(k), x}));
   charge_sort(items.size());
   std::stable_sort(items.begin(), items.end(), [&](const Value& p, const Value& q) {
     const int c = sort_compare((*p.list)[by_value], (*q.list)[by_value], cs);
@@ -182,25 +255,111 @@ Value f_last(const Value& v, const CallArgs&) {
   return items.back();
 }
 
+// Python's int(text, base): an optional sign, digits with single underscores between them, and
+// for base 0 (or the prefix's own base) a 0x / 0o / 0b prefix; nullopt where Python raises.
+std::optional<int64_t> parse_int(std::string_view t, int base) {
+  size_t i = 0;
+  bool neg = false;
+  if (i < t.size() && (t[i] == '+' || t[i] == '-')) neg = t[i++] == '-';
+  if (t.size() - i >= 2 && t[i] == '0') {
+    const char p = char(std::tolower(static_cast<unsigned char>(t[i + 1])));
+    const int pb = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
+    if (pb && (base == 0 || base == pb)) {
+      base = pb;
+      i += 2;
+      if (i < t.size() && t[i] == '_') ++i;  // 0x_1f is Python's too
+    }
+  }
+  if (base == 0) {
+    base = 10;
+    // Base 0 takes no leading zeros in a nonzero decimal.
+    if (t.size() - i > 1 && t[i] == '0' && t.find_first_not_of("0_", i) != std::string_view::npos) return std::nullopt;
+  }
+  uint64_t acc = 0;
+  bool any = false, prev_us = true;
+  for (; i < t.size(); ++i) {
+    const char c = t[i];
+    if (c == '_') {
+      if (prev_us) return std::nullopt;
+      prev_us = true;
+      continue;
+    }
+    const int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+                  : std::isalpha(static_cast<unsigned char>(c)) ? std::tolower(static_cast<unsigned char>(c)) - 'a' + 10
+                                                                : 99;
+    if (d >= base) return std::nullopt;
+    if (acc > (uint64_t(INT64_MAX) + 1 - uint64_t(d)) / uint64_t(base))
+      eval_fail("int filter: " + std::string(t) + " does not fit 64 bits");
+    acc = acc * uint64_t(base) + uint64_t(d);
+    any = true;
+    prev_us = false;
+  }
+  if (!any || prev_us) return std::nullopt;
+  if (!neg && acc > uint64_t(INT64_MAX)) eval_fail("int filter: " + std::string(t) + " does not fit 64 bits");
+  return neg ? int64_t(0 - acc) : int64_t(acc);
+}
+
+// Python's float(text): decimal digits (single underscores between them), an optional fraction
+// and exponent, or inf / infinity / nan in any case; no hexadecimal.
+std::optional<double> parse_float(std::string_view t) {
+  std::string clean;
+  size_t i = 0;
+  if (i < t.size() && (t[i] == '+' || t[i] == '-')) clean += t[i++];
+  std::string word;
+  for (size_t k = i; k < t.size(); ++k) word += char(std::tolower(static_cast<unsigned char>(t[k])));
+  if (word == "inf" || word == "infinity" || word == "nan") return std::strtod((clean + word).c_str(), nullptr);
+  const auto digits = [&](bool& any) {
+    bool prev_digit = false;
+    for (; i < t.size(); ++i) {
+      if (std::isdigit(static_cast<unsigned char>(t[i]))) {
+        clean += t[i];
+        prev_digit = any = true;
+      } else if (t[i] == '_' && prev_digit && i + 1 < t.size() && std::isdigit(static_cast<unsigned char>(t[i + 1]))) {
+        prev_digit = false;
+      } else {
+        break;
+      }
+    }
+  };
+  bool int_part = false, frac_part = false;
+  digits(int_part);
+  if (i < t.size() && t[i] == '.') {
+    clean += t[i++];
+    digits(frac_part);
+  }
+  if (!int_part && !frac_part) return std::nullopt;
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    clean += t[i++];
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) clean += t[i++];
+    bool exp = false;
+    digits(exp);
+    if (!exp) return std::nullopt;
+  }
+  if (i != t.size()) return std::nullopt;
+  return std::strtod(clean.c_str(), nullptr);
+}
+
+// Jinja2's int filter: int(text, base) for a string, else int(x); failing that int(float(x));
+// failing that the default.
 Value f_int(const Value& v, const CallArgs& a) {
   const Value* d = arg(a, 0, "default");
   const Value dflt = d ? *d : Value::integer(0);
+  const Value* b = arg(a, 1, "base");
+  const int64_t base = b && b->kind == Value::Int ? b->i : 10;
+  if (base != 0 && (base < 2 || base > 36)) eval_fail("int() base must be >= 2 and <= 36, or 0");
+  const auto from_float = [&](double f) {
+    if (!std::isfinite(f)) return dflt;
+    if (std::fabs(f) >= 9.2e18) eval_fail("int filter: " + float_repr(f) + " does not fit 64 bits");
+    return Value::integer(int64_t(f));
+  };
   switch (v.kind) {
     case Value::Int: return v;
     case Value::Bool: return Value::integer(v.b);
-    case Value::Float:
-      if (!std::isfinite(v.f) || std::fabs(v.f) >= 9.2e18) return dflt;
-      return Value::integer(int64_t(v.f));
+    case Value::Float: return from_float(v.f);
     case Value::String: {
       const std::string s = utf8::strip(v.s, true, true, nullptr);
-      try {
-        size_t used = 0;
-        const long long n = std::stoll(s, &used, 10);
-        if (used == s.size()) return Value::integer(n);
-        const double f = std::stod(s, &used);
-        if (used == s.size() && std::isfinite(f) && std::fabs(f) < 9.2e18) return Value::integer(int64_t(f));
-      } catch (const std::exception&) {
-      }
+      if (const auto n = parse_int(s, int(base))) return Value::integer(*n);
+      if (const auto f = parse_float(s)) return from_float(*f);
       return dflt;
     }
     default: return dflt;
@@ -212,13 +371,7 @@ Value f_float(const Value& v, const CallArgs& a) {
   const Value dflt = d ? *d : Value::number(0.0);
   if (v.is_numeric()) return Value::number(v.as_double());
   if (v.is_string()) {
-    const std::string s = utf8::strip(v.s, true, true, nullptr);
-    try {
-      size_t used = 0;
-      const double f = std::stod(s, &used);
-      if (used == s.size()) return Value::number(f);
-    } catch (const std::exception&) {
-    }
+    if (const auto f = parse_float(utf8::strip(v.s, true, true, nullptr))) return Value::number(*f);
   }
   return dflt;
 }
@@ -264,7 +417,7 @@ Value f_items(const Value& v, const CallArgs&) {
   if (v.is_undefined()) return Value::make_list();
   if (!v.is_dict()) eval_fail("items filter needs a mapping, got " + type_name(v));
   List out;
-  for (const auto& [k, x] : v.dict->items) out.push_back(Value::make_tuple({Value::str(k), x}));
+  for (const auto& [k, x] : v.dict->items) out.push_back(Value::make_tuple({key_value(k), x}));
   return Value::make_list(std::move(out));
 }
 
@@ -369,6 +522,9 @@ Value f_reverse(const Value& v, const CallArgs&) {
   return Value::make_list(std::move(items));
 }
 
+// Jinja2's round: round(x, precision) for 'common' (an int stays an int, to the nearest multiple
+// of 10^-precision, ties to even, as Python's), else math.ceil / math.floor of x * 10^precision,
+// divided back.
 Value f_round(const Value& v, const CallArgs& a) {
   const Value* p = arg(a, 0, "precision");
   const int64_t prec = p && p->kind == Value::Int ? p->i : 0;
@@ -377,7 +533,22 @@ Value f_round(const Value& v, const CallArgs& a) {
   if (!v.is_numeric()) eval_fail("round filter needs a number, got " + type_name(v));
   if (method != "common" && method != "ceil" && method != "floor")
     eval_fail("round method must be 'common', 'ceil' or 'floor'");
-  if (method == "common" && v.kind != Value::Float) return v.kind == Value::Int ? v : Value::integer(v.b);
+  if (method == "common" && v.kind != Value::Float) {
+    const int64_t x = v.kind == Value::Int ? v.i : int64_t(v.b);
+    if (prec >= 0) return Value::integer(x);
+    if (prec < -18) return Value::integer(0);
+    int64_t unit = 1;
+    for (int64_t k = 0; k < -prec; ++k) unit *= 10;
+    int64_t q = x / unit, r = x % unit;
+    if (r < 0) {
+      r += unit;
+      --q;
+    }
+    if (r > unit - r || (r == unit - r && (q & 1))) ++q;  // ties to even
+    int64_t out = 0;
+    if (__builtin_mul_overflow(q, unit, &out)) eval_fail("round filter: the result does not fit 64 bits");
+    return Value::integer(out);
+  }
   const double x = v.as_double();
   if (method == "common" && prec >= 0 && prec <= 300 && std::isfinite(x)) {
     // Python's round() rounds the exact binary value, ties to even: so does printf.
@@ -400,9 +571,22 @@ Value f_sort(const Value& v, const CallArgs& a) {
   const Value* attr = arg(a, 2, "attribute");
   List items = iterate(v);
   charge_sort(items.size());
-  auto key = [&](const Value& x) { return attr && !attr->is_none() ? attribute_path(x, to_str(*attr)) : x; };
+  // attribute="a,b": by a, then b (Jinja2's multi-attribute sort).
+  std::vector<std::string> paths;
+  if (attr && !attr->is_none()) {
+    const std::string all = to_str(*attr);
+    for (size_t b = 0;;) {
+      const size_t e = all.find(',', b);
+      paths.push_back(utf8::strip(all.substr(b, e == std::string::npos ? e : e - b), true, true, nullptr));
+      if (e == std::string::npos) break;
+      b = e + 1;
+    }
+  }
   std::stable_sort(items.begin(), items.end(), [&](const Value& p, const Value& q) {
-    const int c = sort_compare(key(p), key(q), cs);
+    int c = 0;
+    if (paths.empty()) c = sort_compare(p, q, cs);
+    for (size_t k = 0; k < paths.size() && c == 0; ++k)
+      c = sort_compare(attribute_path(p, paths[k]), attribute_path(q, paths[k]), cs);
     return rev ? c > 0 : c < 0;
   });
   return Value::make_list(std::move(items));
@@ -417,14 +601,26 @@ Value f_sum(const Value& v, const CallArgs& a) {
   return total;
 }
 
+// Hugging Face's tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None,
+// sort_keys=False), each argument by position or name as json.dumps takes it.
 Value f_tojson(const Value& v, const CallArgs& a) {
-  const Value* ind = arg(a, 0, "indent");
-  int indent = -1;
-  if (ind && !ind->is_none()) {
-    if (ind->kind != Value::Int) eval_fail("tojson indent must be an integer");
-    indent = int(std::clamp<int64_t>(ind->i, 0, 64));
+  JsonStyle st;
+  st.ensure_ascii = bool_arg(a, 0, "ensure_ascii", false);
+  if (const Value* ind = arg(a, 1, "indent"); ind && !ind->is_none()) {
+    st.pretty = true;
+    st.item_sep = ",";
+    if (ind->is_string()) st.indent = ind->s;
+    else if (ind->kind == Value::Int) st.indent.assign(size_t(std::clamp<int64_t>(ind->i, 0, 64)), ' ');
+    else eval_fail("tojson indent must be an integer or a string, not " + type_name(*ind));
   }
-  return Value::str(to_json(v, indent));
+  if (const Value* sep = arg(a, 2, "separators"); sep && !sep->is_none()) {
+    if (!sep->is_list() || sep->list->size() != 2 || !(*sep->list)[0].is_string() || !(*sep->list)[1].is_string())
+      eval_fail("tojson separators must be a pair of strings");
+    st.item_sep = (*sep->list)[0].s;
+    st.key_sep = (*sep->list)[1].s;
+  }
+  st.sort_keys = bool_arg(a, 3, "sort_keys", false);
+  return Value::str(to_json(v, st));
 }
 
 Value f_trim(const Value& v, const CallArgs& a) {
@@ -469,7 +665,7 @@ FilterFn find_filter(std::string_view name) {
   static const std::unordered_map<std::string_view, FilterFn> filters = {
       {"abs", f_abs}, {"attr", f_attr}, {"batch", f_batch}, {"capitalize", f_capitalize},
       {"center", f_center}, {"count", f_length}, {"length", f_length}, {"d", f_default},
-      {"default", f_default}, {"dictsort", f_dictsort}, {"e", f_escape}, {"escape", f_escape},
+      {"default", f_default}, {"dictsort", f_dictsort}, {"groupby", f_groupby}, {"e", f_escape}, {"escape", f_escape},
       {"forceescape", f_escape}, {"first", f_first}, {"last", f_last}, {"float", f_float},
       {"int", f_int}, {"format", f_format}, {"indent", f_indent}, {"items", f_items},
       {"join", f_join}, {"list", f_list}, {"lower", f_lower}, {"upper", f_upper},
@@ -477,7 +673,7 @@ FilterFn find_filter(std::string_view name) {
       {"rejectattr", f_rejectattr}, {"select", f_select}, {"selectattr", f_selectattr},
       {"replace", f_replace}, {"reverse", f_reverse}, {"round", f_round}, {"safe", f_identity},
       {"string", f_string}, {"sort", f_sort}, {"sum", f_sum}, {"title", f_title},
-      {"tojson", f_tojson}, {"trim", f_trim}, {"unique", f_unique}, {"wordcount", f_wordcount},
+      {"tojson", f_tojson}, {"trim", f_trim}, {"truncate", f_truncate}, {"slice", f_slice}, {"unique", f_unique}, {"wordcount", f_wordcount},
   };
   auto it = filters.find(name);
   return it == filters.end() ? nullptr : it->second;

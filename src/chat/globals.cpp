@@ -1,5 +1,5 @@
-// Global functions: Jinja2's range/dict/namespace plus transformers' raise_exception and
-// strftime_now.
+// Global functions: Jinja2's range/dict/namespace/cycler/joiner plus transformers'
+// raise_exception and strftime_now.
 #include "chat/builtins.h"
 #include "chat/eval_error.h"
 
@@ -33,33 +33,77 @@ Value g_range(const CallArgs& a) {
   return Value::make_list(std::move(out));
 }
 
-void fill_from(Dict& d, const CallArgs& a, const char* fn) {
+// A namespace's names are strings; a dict's keys may be any key dict_key takes.
+void fill_from(Dict& d, const CallArgs& a, const char* fn, bool names_only) {
   if (a.pos.size() > 1) eval_fail(std::string(fn) + "() expected at most 1 positional argument");
+  const auto key = [&](const Value& k) {
+    if (names_only && !k.is_string()) eval_fail(std::string(fn) + "(): expected (str, value) pairs");
+    return names_only ? k.s : dict_key(k);
+  };
   if (!a.pos.empty()) {
     const Value& src = a.pos[0];
     if (src.is_dict() || src.kind == Value::Namespace) {
-      for (const auto& [k, v] : src.dict->items) d.set(k, v);
+      // A namespace's names are stored as they are, a dict's keys as dict_key made them.
+      for (const auto& [k, v] : src.dict->items) d.set(key(src.is_dict() ? key_value(k) : Value::str(k)), v);
     } else {
       for (const auto& pair : iterate(src)) {
-        if (!pair.is_list() || pair.list->size() != 2 || !(*pair.list)[0].is_string())
-          eval_fail(std::string(fn) + "(): expected (str, value) pairs");
-        d.set((*pair.list)[0].s, (*pair.list)[1]);
+        if (!pair.is_list() || pair.list->size() != 2) eval_fail(std::string(fn) + "(): expected (key, value) pairs");
+        d.set(key((*pair.list)[0]), (*pair.list)[1]);
       }
     }
   }
-  for (const auto& [k, v] : a.kw) d.set(k, v);
+  for (const auto& [k, v] : a.kw) d.set(names_only ? k : dict_key(Value::str(k)), v);
 }
 
 Value g_dict(const CallArgs& a) {
   Value d = Value::make_dict();
-  fill_from(*d.dict, a, "dict");
+  fill_from(*d.dict, a, "dict", false);
   return d;
 }
 
 Value g_namespace(const CallArgs& a) {
   Value ns = Value::make_namespace();
-  fill_from(*ns.dict, a, "namespace");
+  fill_from(*ns.dict, a, "namespace", true);
   return ns;
+}
+
+// Jinja2's cycler(*items): next() gives the items in turn, reset() starts over, current is the
+// item next() gives next.
+Value g_cycler(const CallArgs& a) {
+  if (a.pos.empty()) eval_fail("cycler() needs at least one item");
+  struct State {
+    List items;
+    size_t pos = 0;
+  };
+  auto st = std::make_shared<State>(State{a.pos, 0});
+  Value c = Value::make_namespace();
+  c.dict->set("current", st->items[0]);
+  // The functions reach the namespace weakly: it holds them.
+  std::weak_ptr<Dict> self = c.dict;
+  c.dict->set("next", Value::function("next", [st, self](const CallArgs&) {
+    Value v = st->items[st->pos];
+    st->pos = (st->pos + 1) % st->items.size();
+    if (auto d = self.lock()) d->set("current", st->items[st->pos]);
+    return v;
+  }));
+  c.dict->set("reset", Value::function("reset", [st, self](const CallArgs&) {
+    st->pos = 0;
+    if (auto d = self.lock()) d->set("current", st->items[0]);
+    return Value::none();
+  }));
+  return c;
+}
+
+// Jinja2's joiner(sep=", "): "" on the first call, sep on every later one.
+Value g_joiner(const CallArgs& a) {
+  const Value* sep = a.get(0, "sep");
+  const std::string text = sep ? to_str(*sep) : ", ";
+  auto used = std::make_shared<bool>(false);
+  return Value::function("joiner", [text, used](const CallArgs&) {
+    const bool first = !*used;
+    *used = true;
+    return Value::str(first ? "" : text);
+  });
 }
 
 Value g_raise_exception(const CallArgs& a) {
@@ -81,6 +125,8 @@ const Dict& global_functions() {
     d.set("range", Value::function("range", g_range));
     d.set("dict", Value::function("dict", g_dict));
     d.set("namespace", Value::function("namespace", g_namespace));
+    d.set("cycler", Value::function("cycler", g_cycler));
+    d.set("joiner", Value::function("joiner", g_joiner));
     d.set("raise_exception", Value::function("raise_exception", g_raise_exception));
     d.set("strftime_now", Value::function("strftime_now", g_strftime_now));
     return d;

@@ -1,6 +1,7 @@
 #include "chat/interpreter.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include "chat/builtins.h"
@@ -141,6 +142,13 @@ class Interp {
       case Stmt::Break: return Flow::Break;
       case Stmt::Continue: return Flow::Continue;
       case Stmt::Do: eval(*st.expr, scope); return Flow::Normal;
+      case Stmt::With: {
+        // The values come from the enclosing scope, all of them, before any is bound.
+        auto inner = std::make_shared<Scope>();
+        inner->parent = scope;
+        for (const Param& p : st.params) inner->vars[p.name] = eval(*p.default_value, scope);
+        return exec(st.body, inner, out);
+      }
     }
     return Flow::Normal;
   }
@@ -151,15 +159,21 @@ class Interp {
     return out;
   }
 
-  // A macro's or caller()'s body.
-  std::string render_call(const Body& body, const ScopePtr& scope) {
-    if (calls_ >= kMaxCallDepth) eval_fail("macro calls nested too deeply (more than " + std::to_string(kMaxCallDepth) + ")");
+  // Runs f one level deeper in macro, caller() or recursive-loop calls.
+  template <typename F>
+  std::string deeper(const char* what, F&& f) {
+    if (calls_ >= kMaxCallDepth) eval_fail(std::string(what) + " nested too deeply (more than " + std::to_string(kMaxCallDepth) + ")");
     ++calls_;
     struct Guard {
       int& d;
       ~Guard() { --d; }
     } guard{calls_};
-    return render_body(body, scope);
+    return f();
+  }
+
+  // A macro's or caller()'s body.
+  std::string render_call(const Body& body, const ScopePtr& scope) {
+    return deeper("macro calls", [&] { return render_body(body, scope); });
   }
 
   static void assign(const std::vector<std::string>& targets, Value v, Scope& scope) {
@@ -175,7 +189,14 @@ class Interp {
   }
 
   Flow exec_for(const Stmt& st, const ScopePtr& scope, std::string& out) {
-    List items = iterate(eval(*st.expr, scope));  // Undefined iterates as empty
+    return loop_over(st, eval(*st.expr, scope), scope, out, 1);  // Undefined iterates as empty
+  }
+
+  // One level of a for loop over `seq`; a recursive loop's `loop(items)` runs the next level
+  // (depth + 1) into the string it returns. The flow is the else block's, which belongs to the
+  // enclosing loop.
+  Flow loop_over(const Stmt& st, const Value& seq, const ScopePtr& scope, std::string& out, int64_t depth) {
+    List items = iterate(seq);
     if (st.cond) {
       auto cond_scope = std::make_shared<Scope>();
       cond_scope->parent = scope;
@@ -191,13 +212,42 @@ class Interp {
     Value loop = Value::make_dict();
     Dict& L = *loop.dict;
     L.set("length", Value::integer(n));
-    L.set("depth", Value::integer(1));
-    L.set("depth0", Value::integer(0));
+    L.set("depth", Value::integer(depth));
+    L.set("depth0", Value::integer(depth - 1));
     auto index_cell = std::make_shared<int64_t>(0);
     L.set("cycle", Value::function("cycle", [index_cell](const CallArgs& a) {
       if (a.pos.empty()) eval_fail("no items for cycling given");
       return a.pos[size_t(*index_cell % int64_t(a.pos.size()))];
     }));
+    // loop.changed(*values): true on the first call and whenever the values differ from the
+    // previous call's.
+    auto last = std::make_shared<std::optional<List>>();
+    // The values kept may hold the loop itself (`loop.changed(loop)`): dropped when the loop ends.
+    struct Forget {
+      std::shared_ptr<std::optional<List>> cell;
+      ~Forget() { cell->reset(); }
+    } forget{last};
+    L.set("changed", Value::function("changed", [last](const CallArgs& a) {
+      if (*last && last->value().size() == a.pos.size() &&
+          std::equal(a.pos.begin(), a.pos.end(), last->value().begin(), [](const Value& x, const Value& y) { return equals(x, y); }))
+        return Value::boolean(false);
+      *last = a.pos;
+      return Value::boolean(true);
+    }));
+    if (st.recursive) {
+      const Stmt* self = &st;
+      std::weak_ptr<Scope> weak = scope;
+      loop.fn = std::make_shared<Callable>(Callable{"loop", [this, self, weak, depth](const CallArgs& a) {
+        if (a.pos.size() != 1) eval_fail("loop() takes exactly one argument, the items of the next level");
+        return Value::str(deeper("recursive loops", [&] {
+          const ScopePtr outer = weak.lock();
+          if (!outer) eval_fail("loop() called after its loop ended");
+          std::string inner;
+          loop_over(*self, a.pos[0], outer, inner, depth + 1);
+          return inner;
+        }));
+      }});
+    }
     for (int64_t i = 0; i < n; ++i) {
       charge_steps(4);  // an iteration, even of an empty body: a scope and the loop variables
       *index_cell = i;
@@ -268,7 +318,9 @@ class Interp {
 
   Value invoke(const Value& callee, const CallArgs& a, const Expr& call) {
     if (callee.is_undefined()) undefined_error(callee);
-    if (callee.kind != Value::Fn) eval_fail("'" + type_name(callee) + "' object is not callable");
+    // A recursive loop's `loop` is a dict of its variables that is also callable.
+    if (callee.kind != Value::Fn && !(callee.kind == Value::DictK && callee.fn))
+      eval_fail("'" + type_name(callee) + "' object is not callable");
     return callee.fn->fn(a);
   }
 
@@ -314,9 +366,8 @@ class Interp {
       case Expr::DictLit: {
         Value d = Value::make_dict();
         for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
-          Value k = eval(*e.args[i], scope);
-          if (!k.is_string()) eval_fail("dict keys must be strings, not " + type_name(k));
-          d.dict->set(k.s, eval(*e.args[i + 1], scope));
+          const std::string k = dict_key(eval(*e.args[i], scope));
+          d.dict->set(k, eval(*e.args[i + 1], scope));
         }
         return d;
       }

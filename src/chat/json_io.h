@@ -10,7 +10,16 @@ namespace minfer::chat {
 
 Value from_json(const nlohmann::ordered_json& j);
 
-// json.dumps(v, ensure_ascii=False, indent=indent (<0: None), separators=None, sort_keys=False)
-std::string to_json(const Value& v, int indent = -1);
+// json.dumps's arguments, as Hugging Face's `tojson` filter passes them (ensure_ascii=False by
+// default).
+struct JsonStyle {
+  bool pretty = false;      // indent is not None: a newline before each item
+  std::string indent;       // per level, when pretty
+  std::string item_sep = ", ", key_sep = ": ";
+  bool sort_keys = false;
+  bool ensure_ascii = false;
+};
+
+std::string to_json(const Value& v, const JsonStyle& style = {});
 
 }  // namespace minfer::chat

@@ -237,6 +237,34 @@ class Lexer {
       while (q < s_.size() && (is_digit(s_[q]) || (s_[q] == '_' && q + 1 < s_.size() && is_digit(s_[q + 1])))) ++q;
       return q;
     };
+    // 0x / 0o / 0b integers, as Jinja2 3 reads them (underscores between digits too).
+    if (s_[p] == '0' && p + 2 < s_.size()) {
+      const char k = char(s_[p + 1] | 0x20);
+      const int base = k == 'x' ? 16 : k == 'o' ? 8 : k == 'b' ? 2 : 0;
+      const auto digit = [&](size_t q) {
+        const int d = q < s_.size() ? hexval(s_[q]) : -1;
+        return d >= 0 && d < base;
+      };
+      if (base && (digit(p + 2) || (s_[p + 2] == '_' && digit(p + 3)))) {
+        size_t q = p + 2;
+        uint64_t v = 0;
+        while (q < s_.size() && (digit(q) || (s_[q] == '_' && digit(q + 1)))) {
+          if (s_[q] != '_') {
+            if (v > (uint64_t(INT64_MAX) - uint64_t(hexval(s_[q]))) / uint64_t(base))
+              error(start, "integer literal out of range: " + std::string(s_.substr(start, q + 1 - start)));
+            v = v * uint64_t(base) + uint64_t(hexval(s_[q]));
+          }
+          ++q;
+        }
+        Token t;
+        t.line = line_at(start);
+        t.text = std::string(s_.substr(start, q - start));
+        t.type = Tok::Int;
+        t.ival = int64_t(v);
+        out_.push_back(std::move(t));
+        return q;
+      }
+    }
     p = digits(p);
     bool is_float = false;
     if (p + 1 < s_.size() && s_[p] == '.' && is_digit(s_[p + 1])) {

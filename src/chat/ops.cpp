@@ -70,7 +70,7 @@ bool contains(const Value& c, const Value& item) {
       for (const auto& x : *c.list)
         if (equals(x, item)) return true;
       return false;
-    case Value::DictK:
+    case Value::DictK: return c.dict->find(dict_key(item)) != nullptr;
     case Value::Namespace: return item.is_string() && c.dict->find(item.s) != nullptr;
     case Value::Undefined: return false;  // Jinja2's Undefined iterates as empty
     default: eval_fail("argument of type '" + type_name(c) + "' is not iterable");

@@ -155,6 +155,22 @@ class Parser {
       expect_block_end();
       return s;
     }
+    if (kw == "with") {
+      auto s = std::make_unique<Stmt>(Stmt::With, line);
+      while (cur().type != Tok::BlockEnd) {
+        if (!s->params.empty()) expect_op(",");
+        Param p;
+        p.name = expect_name();
+        expect_op("=");
+        p.default_value = expression(true);
+        s->params.push_back(std::move(p));
+      }
+      expect_block_end();
+      std::string end;
+      s->body = body({"endwith"}, end);
+      expect_block_end();
+      return s;
+    }
     if (kw == "generation") {
       // transformers' AssistantTracker marks assistant text; for rendering it is transparent.
       auto s = std::make_unique<Stmt>(Stmt::Group, line);
@@ -202,7 +218,7 @@ class Parser {
     if (!skip_name("in")) unexpected("'in'");
     s->expr = tuple(false);
     if (skip_name("if")) s->cond = expression(true);
-    if (is_name("recursive")) error("recursive loops are not supported");
+    s->recursive = skip_name("recursive");
     expect_block_end();
     std::string end;
     s->body = body({"else", "endfor"}, end);

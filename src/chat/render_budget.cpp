@@ -36,4 +36,10 @@ void charge_steps(uint64_t n) {
     eval_fail("the template ran too long (more than " + std::to_string(kMaxSteps) + " steps)");
 }
 
+void charge_sort(size_t n) {
+  size_t log2n = 1;
+  while ((size_t(1) << log2n) < n) ++log2n;
+  charge_steps(1 + n * log2n / 16);
+}
+
 }  // namespace minfer::chat

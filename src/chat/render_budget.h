@@ -43,5 +43,7 @@ void check_items(size_t n);
 // Work about to be done, in steps.
 void charge_steps(uint64_t n);
 inline void charge_step() { charge_steps(1); }
+// A sort of `n` items: its comparisons, n log2 n, as steps.
+void charge_sort(size_t n);
 
 }  // namespace minfer::chat

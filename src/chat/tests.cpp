@@ -62,11 +62,18 @@ bool t_sameas(const Value& v, const CallArgs& a) {
 int64_t int_operand(const Value& v, const char* test) {
   if (v.kind == Value::Int) return v.i;
   if (v.kind == Value::Bool) return v.b;
-  if (v.kind == Value::Float && std::floor(v.f) == v.f) return int64_t(v.f);
+  if (v.kind == Value::Float && std::floor(v.f) == v.f && std::fabs(v.f) < 9.2e18) return int64_t(v.f);
   eval_fail(std::string("test '") + test + "' needs an integer, not " + type_name(v));
 }
-bool t_odd(const Value& v, const CallArgs&) { return int_operand(v, "odd") % 2 != 0; }
-bool t_even(const Value& v, const CallArgs&) { return int_operand(v, "even") % 2 == 0; }
+// Jinja2's `value % 2 == 1` and `value % 2 == 0`: a float with a fraction is neither.
+bool t_odd(const Value& v, const CallArgs&) {
+  if (v.kind == Value::Float) return std::fabs(std::fmod(v.f, 2.0)) == 1.0;
+  return int_operand(v, "odd") % 2 != 0;
+}
+bool t_even(const Value& v, const CallArgs&) {
+  if (v.kind == Value::Float) return std::fmod(v.f, 2.0) == 0.0;
+  return int_operand(v, "even") % 2 == 0;
+}
 bool t_divisibleby(const Value& v, const CallArgs& a) {
   const int64_t d = int_operand(other(a, "divisibleby"), "divisibleby");
   if (d == 0) eval_fail("integer division or modulo by zero");

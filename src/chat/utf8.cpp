@@ -66,6 +66,21 @@ bool is_digit(char32_t c) {
   return utf8proc_category(utf8proc_int32_t(c)) == UTF8PROC_CATEGORY_ND;
 }
 
+bool is_printable(char32_t c) {
+  if (c < 0x80) return c >= 0x20 && c < 0x7F;
+  switch (utf8proc_category(utf8proc_int32_t(c))) {
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN:
+    case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP:
+    case UTF8PROC_CATEGORY_ZS: return false;
+    default: return true;
+  }
+}
+
 char32_t to_upper(char32_t c) {
   if (c < 0x80) return (c >= 'a' && c <= 'z') ? c - 32 : c;
   return char32_t(utf8proc_toupper(utf8proc_int32_t(c)));

@@ -16,6 +16,7 @@ size_t length(std::string_view s);
 bool is_space(char32_t c);  // Python's str.isspace()
 bool is_alpha(char32_t c);
 bool is_digit(char32_t c);
+bool is_printable(char32_t c);  // Python's str.isprintable() of one character
 char32_t to_upper(char32_t c);
 char32_t to_lower(char32_t c);
 

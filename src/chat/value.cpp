@@ -10,15 +10,26 @@
 
 namespace minfer::chat {
 
+namespace {
+
+constexpr char kKeyTag = '\xFF';
+
+// What makes two stored keys the same key: a number's value without the type it came as.
+std::string_view key_identity(std::string_view stored) {
+  if (stored.size() < 2 || stored[0] != kKeyTag || stored[1] != 'n') return stored;
+  return stored.substr(0, stored.find('\0'));
+}
+
+}  // namespace
+
 const Value* Dict::find(std::string_view key) const {
-  for (const auto& [k, v] : items)
-    if (k == key) return &v;
-  return nullptr;
+  return const_cast<Dict*>(this)->find(key);
 }
 
 Value* Dict::find(std::string_view key) {
+  const std::string_view id = key_identity(key);
   for (auto& [k, v] : items)
-    if (k == key) return &v;
+    if (key_identity(k) == id) return &v;
   return nullptr;
 }
 
@@ -27,6 +38,49 @@ void Dict::set(const std::string& key, Value v) {
     *old = std::move(v);
   } else {
     items.emplace_back(key, std::move(v));
+  }
+}
+
+std::string dict_key(const Value& k) {
+  // Numbers: the value (an integral float as the int it equals, as Python's hash does), then
+  // after a NUL the type, so that the key prints as it was written.
+  const auto number = [](const std::string& value, char type) {
+    std::string out{kKeyTag, 'n'};
+    out += value;
+    out += '\0';
+    out += type;
+    return out;
+  };
+  switch (k.kind) {
+    case Value::String:
+      return !k.s.empty() && k.s[0] == kKeyTag ? std::string{kKeyTag, 's'} + k.s : k.s;
+    case Value::Int: return number(std::to_string(k.i), 'i');
+    case Value::Bool: return number(k.b ? "1" : "0", 'b');
+    case Value::Float:
+      if (std::isfinite(k.f) && k.f == std::floor(k.f) && std::fabs(k.f) < 9.2e18)
+        return number(std::to_string(int64_t(k.f)), 'f');
+      return number(float_repr(k.f), 'f');
+    case Value::None: return std::string{kKeyTag, 'z'};
+    case Value::Undefined: return std::string{kKeyTag, 'u'};  // Jinja2's Undefined hashes
+    default: eval_fail("unhashable type: '" + type_name(k) + "' (a dict key must be a str, int, float, bool or None here)");
+  }
+}
+
+Value key_value(const std::string& stored) {
+  if (stored.size() < 2 || stored[0] != kKeyTag) return Value::str(stored);
+  switch (stored[1]) {
+    case 's': return Value::str(stored.substr(2));
+    case 'z': return Value::none();
+    case 'u': return Value::undefined();
+    default: break;
+  }
+  const size_t nul = stored.find('\0');
+  const std::string value = stored.substr(2, nul - 2);
+  switch (stored[nul + 1]) {
+    case 'i': return Value::integer(std::stoll(value));
+    case 'b': return Value::boolean(value == "1");
+    default:
+      return Value::number(value == "nan" ? NAN : value == "inf" ? INFINITY : value == "-inf" ? -INFINITY : std::stod(value));
   }
 }
 
@@ -242,18 +296,36 @@ std::string repr_string(std::string_view s) {
   const bool has_double = s.find('"') != std::string_view::npos;
   const char q = has_single && !has_double ? '"' : '\'';
   std::string out(1, q);
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    char b[16];
     if (c == '\\') out += "\\\\";
     else if (c == static_cast<unsigned char>(q)) out += std::string("\\") + q;
     else if (c == '\n') out += "\\n";
     else if (c == '\r') out += "\\r";
     else if (c == '\t') out += "\\t";
     else if (c < 0x20 || c == 0x7F) {
-      char b[8];
       std::snprintf(b, sizeof b, "\\x%02x", c);
       out += b;
-    } else {
+    } else if (c < 0x80) {
       out += char(c);
+    } else {
+      // Python escapes the characters that str.isprintable() refuses (controls, format
+      // characters, separators other than the space): \xNN, \uNNNN or \UNNNNNNNN.
+      size_t n = 1;
+      while (i + n < s.size() && n < 4 && (static_cast<unsigned char>(s[i + n]) & 0xC0) == 0x80) ++n;
+      const auto cps = utf8::decode(s.substr(i, n));
+      const char32_t cp = cps.size() == 1 ? cps[0] : 0xFFFD;
+      if (cp != 0xFFFD && !utf8::is_printable(cp)) {
+        std::snprintf(b, sizeof b, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", unsigned(cp));
+        out += b;
+        i += n - 1;
+      } else if (cp != 0xFFFD || s.substr(i, n) == "\xEF\xBF\xBD") {
+        out.append(s.substr(i, n));
+        i += n - 1;
+      } else {
+        out += char(c);  // not UTF-8: the byte as it is
+      }
     }
   }
   out += q;
@@ -291,7 +363,7 @@ std::string repr(const Value& v) {
       for (const auto& [k, x] : v.dict->items) {
         if (!first) out += ", ";
         first = false;
-        out += repr_string(k) + ": " + repr(x);
+        out += repr(key_value(k)) + ": " + repr(x);
       }
       return out + "}";
     }
@@ -326,7 +398,7 @@ List iterate(const Value& v) {
     case Value::ListK: return *v.list;
     case Value::DictK: {
       List keys;
-      for (const auto& kv : v.dict->items) keys.push_back(Value::str(kv.first));
+      for (const auto& kv : v.dict->items) keys.push_back(key_value(kv.first));
       return keys;
     }
     case Value::String: {

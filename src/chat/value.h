@@ -15,7 +15,8 @@ namespace minfer::chat {
 struct Value;
 using List = std::vector<Value>;
 
-// Insertion-ordered string-keyed map (chat template dicts are small: linear search is fine).
+// Insertion-ordered map (chat template dicts are small: linear search is fine). Keys are stored
+// as strings: see dict_key.
 struct Dict {
   std::vector<std::pair<std::string, Value>> items;
   const Value* find(std::string_view key) const;
@@ -42,6 +43,7 @@ struct Value {
   Kind kind = Undefined;
   bool b = false;
   bool tuple = false;   // a list that Python would print as (a, b)
+  bool group = false;   // a groupby tuple (grouper, list), which has those two attributes too
   int64_t i = 0;
   double f = 0;
   std::string s;        // String; for Undefined, what was undefined (for error messages)
@@ -80,6 +82,12 @@ std::string to_str(const Value& v);             // str(); Undefined -> ""
 std::string repr(const Value& v);               // repr()
 std::string repr_string(std::string_view s);
 std::string float_repr(double x);               // Python's repr(float): 1.0, 0.5, 1e-05
+// A dict key as Dict stores it: a str as itself; an int, float, bool or None (Python's other
+// hashable keys that templates write, `{0: 'a'}`) as a tag that starts with the byte 0xFF, which
+// UTF-8 never has (a str that starts with it is tagged too). Equal numbers are one key, as in
+// Python (1, 1.0 and True); the dict keeps the first one written. Error for any other type.
+std::string dict_key(const Value& k);
+Value key_value(const std::string& stored);  // the key that dict_key stored
 // Elements of a for loop / list(): list items, dict keys, string characters.
 List iterate(const Value& v);
 

@@ -85,5 +85,58 @@ TEST(ChatTests, Types) {
             "False|True|True|False|False");
 }
 
+// Jinja2's int, float and round, which use Python's int(), float() and round().
+TEST(ChatFilters, NumbersAsPython) {
+  EXPECT_EQ(render("{{ 12345|round(-2) }} {{ 150|round(-2) }} {{ 250|round(-2) }} {{ -150|round(-2) }} {{ -151|round(-2) }} "
+                   "{{ 7|round(-1) }} {{ 5|round(-1) }} {{ 15|round(-1) }} {{ 12345|round(2) }} {{ 2.5|round }} "
+                   "{{ 1.2345|round(2) }} {{ 1234.5|round(-2) }} {{ 12|round(-1, 'ceil') }} {{ true|round(-1) }}"),
+            "12300 200 200 -200 -200 10 0 20 12345 2.0 1.23 1200.0 20.0 0");
+  EXPECT_EQ(render("{{ '0x1A'|int }} {{ '4_2'|int }} {{ ' 42 '|int }} {{ '4__2'|int }} {{ '_42'|int }} {{ '42_'|int }} "
+                   "{{ '1e3'|int }} {{ '1.9'|int }} {{ '-1.9'|int }} {{ 'ff'|int(base=16) }} {{ '0xff'|int(base=16) }} "
+                   "{{ '0x1f'|int(0, 0) }} {{ '010'|int(0, 0) }} {{ '010'|int }} {{ 'abc'|int(-1) }} {{ '1_0.5'|int }} "
+                   "{{ 'nan'|int }} {{ '+7'|int }} {{ '0b101'|int(0, 2) }} {{ '1.'|int }} {{ '.5'|int }} {{ '.'|int }} {{ '1e'|int }}"),
+            "0 42 42 0 0 0 1000 1 -1 255 255 31 10 10 -1 10 0 7 5 1 0 0 0");
+  EXPECT_EQ(render("{{ '1_0.5'|float }} {{ '0x10'|float }} {{ 'inf'|float }} {{ '-Infinity'|float }} {{ '1e5'|float }} "
+                   "{{ ' 2.5 '|float }} {{ 'abc'|float }} {{ '1__0'|float }}"),
+            "10.5 0.0 inf -inf 100000.0 2.5 0.0 0.0");
+}
+
+// Keys other than strings (`{0: 'a'}`, as ByteDance's Seed-OSS template writes): Python's equal
+// numbers are one key, and the first key written is the one kept.
+TEST(ChatFilters, NonStringDictKeys) {
+  EXPECT_EQ(render("{%- set m = {0: 0, 512: 128} -%}{% for k, v in m|dictsort %}{{ k }}:{{ v }};{% endfor %}{{ m[512] }}"),
+            "0:0;512:128;128");
+  EXPECT_EQ(render("{{ {1:'a', 2.5: 'b', true: 'c', none: 'd', 'x': 'e', 1.0: 'f'} }} {{ {1:2}[1.0] }} {{ {2.0: 'x'} }} "
+                   "{{ {0: 1}[false] }} {{ {1: 2} == {1.0: 2} }} {{ {'a': 1}|dictsort }} {{ {3: 'c', 1: 'a'}|dictsort }} "
+                   "{% for k in {1: 2, 'b': 3} %}{{ k }};{% endfor %} {{ {1: 'x'}.items()|list }} {{ {1: 'x'}.keys()|list }} "
+                   "{{ {1: 'x'}|length }}"),
+            "{1: 'f', 2.5: 'b', None: 'd', 'x': 'e'} 2 {2.0: 'x'} 1 True [('a', 1)] [(1, 'a'), (3, 'c')] 1;b; [(1, 'x')] [1] 1");
+  EXPECT_EQ(render("{{ 1 in {1: 2} }} {{ '1' in {1: 2} }} {{ {1: 2}.get(1) }} {{ {'\xff': 1} }}"), "True False 2 {'\xff': 1}");
+  EXPECT_THROW(render("{{ {[1]: 2} }}"), TemplateError);
+}
+
+// tojson's json.dumps arguments, as transformers passes them.
+TEST(ChatFilters, TojsonArguments) {
+  EXPECT_EQ(render("{{ {'b': 1, 'a': {'d': 2, 'c': [3, {'z': 1, 'y': 2}]}}|tojson(sort_keys=true, indent=2) }} "
+                   "{{ {'a': '\xc3\xa9\xf0\x9f\x98\x80'}|tojson(ensure_ascii=true, separators=(',', ':')) }} "
+                   "{{ [1, 2]|tojson(indent=1, separators=(', ', ': ')) }} {{ {1: 2, 1.5: 3, false: 4, none: 5}|tojson }} "
+                   "{{ [1]|tojson(indent='\t') }}"),
+            "{\n  \"a\": {\n    \"c\": [\n      3,\n      {\n        \"y\": 2,\n        \"z\": 1\n      }\n    ],\n"
+            "    \"d\": 2\n  },\n  \"b\": 1\n} {\"a\":\"\\u00e9\\ud83d\\ude00\"} [\n 1, \n 2\n] "
+            "{\"1\": 2, \"1.5\": 3, \"false\": 4, \"null\": 5} [\n\t1\n]");
+}
+
+// groupby, slice and truncate, and sort by several attributes (Python Jinja2 3.1's output).
+TEST(ChatFilters, GroupbySliceTruncate) {
+  EXPECT_EQ(render("{% for g in [{'r':'User','c':1},{'r':'bot','c':2},{'r':'user','c':3}]|groupby('r') %}{{ g.grouper }}={{ g.list|map(attribute='c')|list }};{% endfor %}|{% for k, items in [{'r':'b'},{'r':'a'},{'x':1}]|groupby('r', default='z') %}{{ k }}{{ items|length }}{% endfor %}|{{ [{'r':'B'},{'r':'b'}]|groupby('r', case_sensitive=true) }}|{{ [{'r':'B'},{'r':'b'}]|groupby('r') }}"),
+            "bot=[2];User=[1, 3];|a1b1z1|[('B', [{'r': 'B'}]), ('b', [{'r': 'b'}])]|[('B', [{'r': 'B'}, {'r': 'b'}])]");
+  EXPECT_EQ(render("{{ [1,2,3,4,5,6,7]|slice(3)|list }} {{ [1,2,3,4,5,6,7]|slice(3, 0)|list }} {{ [1,2]|slice(4)|list }} {{ []|slice(2)|list }}"),
+            "[[1, 2, 3], [4, 5], [6, 7]] [[1, 2, 3], [4, 5, 0], [6, 7, 0]] [[1], [2], [], []] [[], []]");
+  EXPECT_EQ(render("{{ 'hello world foo bar baz'|truncate(9) }}|{{ 'hello world foo bar baz'|truncate(9, true) }}|{{ 'hello world foo bar baz'|truncate(9, false, '..', 0) }}|{{ 'short'|truncate(3) }}|{{ 'abcdefghijklmnopqrstuvwxyz'|truncate(10) }}|{{ 'ab cd'|truncate(3, leeway=0) }}|{{ 'héllo wörld'|truncate(8, leeway=0) }}"),
+            "hello...|hello ...|hello..|short|abcdefg...|...|héllo...");
+  EXPECT_EQ(render("{{ [{'a':2,'b':'X'},{'a':1,'b':'y'},{'a':1,'b':'x'}]|sort(attribute='a, b', reverse=true) }}"),
+            "[{'a': 2, 'b': 'X'}, {'a': 1, 'b': 'y'}, {'a': 1, 'b': 'x'}]");
+}
+
 }  // namespace
 }  // namespace minfer::chat::test

@@ -106,5 +106,38 @@ TEST(ChatStatements, GuessFamily) {
   EXPECT_EQ(guess_template_family("{{ x }}"), std::nullopt);
 }
 
+// Jinja2's with blocks, recursive loops, loop.changed and the cycler and joiner globals; the
+// expected strings are Python Jinja2 3.1's.
+TEST(ChatStatements, WithRecursiveLoopsAndHelpers) {
+  const char* kTree = R"({"tree": [{"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]},
+                                                        {"name": "d", "children": []}]},
+                                  {"name": "e"}]})";
+  EXPECT_EQ(render("{% with a = 1, b = 'x' %}{{ a }}{{ b }}{% endwith %}|{{ a }}|{% set a = 5 %}{% with a = a + 1, b = a %}{{ a }},{{ b }}{% endwith %}|{% with %}{% set z = 3 %}{{ z }}{% endwith %}{{ z }}"),
+            "1x||6,5|3");
+  EXPECT_EQ(render("{% for x in [1,1,2,3,3,1] %}{% if loop.changed(x) %}{{ x }}{% endif %}{% endfor %}|{% for x in [1,2,3,4] %}{% if loop.changed(x // 2) %}[{{ x }}]{% endif %}{% endfor %}"),
+            "1231|[1][2][4]");
+  EXPECT_EQ(render("{% for item in tree recursive %}<{{ item.name }}:{{ loop.depth }}{% if item.children %}{{ loop(item.children) }}{% endif %}>{% endfor %}", kTree),
+            "<a:1<b:2<c:3>><d:2>><e:1>");
+  EXPECT_EQ(render("{% for item in tree recursive %}{{ loop.depth0 }}{{ item.name }}{% if item.children %}({{ loop(item.children) }}){% endif %}{% else %}empty{% endfor %}", kTree),
+            "0a(1b(2c)1d)0e");
+  EXPECT_EQ(render("{% for item in tree if item.name != 'b' recursive %}{{ item.name }}{{ loop.index }}/{{ loop.length }}{% if item.children %}[{{ loop(item.children) }}]{% endif %}{% endfor %}", kTree),
+            "a1/2[d1/1]e2/2");
+  EXPECT_EQ(render("{% for x in [[1, [2, [3]]], 4] recursive %}{% if x is iterable %}{{ loop(x) }}{% else %}{{ x }}@{{ loop.depth }} {% endif %}{% endfor %}"),
+            "1@2 2@3 3@4 4@1 ");
+  EXPECT_EQ(render("{% set c = cycler('odd', 'even') %}{% for x in range(5) %}{{ c.next() }}{{ c.current }};{% endfor %}{{ c.reset() }}{{ c.current }}"),
+            "oddeven;evenodd;oddeven;evenodd;oddeven;Noneodd");
+  EXPECT_EQ(render("{% set j = joiner(' | ') %}{% for x in [1,2,3] %}{{ j() }}{{ x }}{% endfor %} {% set k = joiner() %}{{ k() }}{{ k() }}{{ k() }}"),
+            "1 | 2 | 3 , , ");
+  EXPECT_EQ(render("{{ dict([(1, 'a'), ('b', 2)]) }} {{ dict({1: 2}, c=3) }} {{ dict(a=1) }}"),
+            "{1: 'a', 'b': 2} {1: 2, 'c': 3} {'a': 1}");
+  // A loop kept past its end cannot run again (its scope is gone).
+  EXPECT_THROW(render("{% set ns = namespace(l=none) %}{% macro m() %}{% for x in [1] recursive %}{% set ns.l = loop %}"
+                      "{% endfor %}{% endmacro %}{{ m() }}{{ ns.l([2]) }}"),
+               TemplateError);
+  // Each level of a recursive loop counts against the macro-call bound.
+  EXPECT_THROW(render("{% for x in [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]] recursive %}{{ loop(x) if x is iterable }}{% endfor %}"),
+               TemplateError);
+}
+
 }  // namespace
 }  // namespace minfer::chat::test
