@@ -20,8 +20,10 @@ Value get_item(const Value& obj, const Value& key);         // obj[key]
 Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step);
 int64_t length(const Value& v);                             // len(); Undefined: 0
 
-// methods.cpp: obj.name as a bound method of str/dict; Undefined when there is none.
+// methods.cpp: obj.name as a bound method of str/list/dict; Undefined when there is none.
 Value method(const Value& obj, const std::string& name);
+// Python's str.ljust / rjust / center (align '<', '>', '^') to `width` code points.
+std::string pad_to(const std::string& s, int64_t width, char align, const std::string& fill = " ");
 // Python's "fmt % args" (printf-style formatting of strings).
 std::string percent_format(const std::string& fmt, const Value& args);
 

@@ -117,7 +117,7 @@ Value f_truncate(const Value& v, const CallArgs& a) {
   const int64_t end_len = int64_t(utf8::length(end));
   if (length < end_len) eval_fail("truncate: expected length >= " + std::to_string(end_len) + ", got " + std::to_string(length));
   if (leeway < 0) eval_fail("truncate: expected leeway >= 0, got " + std::to_string(leeway));
-  if (int64_t(cps.size()) <= length + leeway) return Value::str(s);
+  if (int64_t(cps.size()) - length <= leeway) return Value::str(s);  // no overflow: 0 <= length
   std::vector<char32_t> head(cps.begin(), cps.begin() + (length - end_len));
   if (!killwords) {
     const auto sp = std::find(head.rbegin(), head.rend(), U' ');
@@ -146,16 +146,10 @@ Value f_title(const Value& v, const CallArgs&) {
   return Value::str(utf8::encode(cps));
 }
 
+// Jinja2's center: str.center(width), width 80 by default.
 Value f_center(const Value& v, const CallArgs& a) {
-  const std::string s = str_of(v, "center");
   const Value* w = arg(a, 0, "width");
-  const int64_t width = w && w->kind == Value::Int ? w->i : 80;
-  const int64_t len = int64_t(utf8::length(s));
-  if (width <= len) return Value::str(s);
-  const int64_t total = width - len;
-  check_string_size(s.size() + size_t(std::min<int64_t>(total, int64_t(kMaxStringBytes) + 1)));
-  const int64_t left = total / 2 + (total & width & 1);
-  return Value::str(std::string(size_t(left), ' ') + s + std::string(size_t(total - left), ' '));
+  return Value::str(pad_to(str_of(v, "center"), w && w->kind == Value::Int ? w->i : 80, '^'));
 }
 
 Value f_length(const Value& v, const CallArgs&) { return Value::integer(length(v)); }

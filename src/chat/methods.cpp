@@ -86,6 +86,8 @@ std::string pad_arg(const CallArgs& a, size_t i, const char* method) {
 std::string repeat_str(const std::string& x, int64_t n) {
   std::string out;
   if (n <= 0) return out;
+  // The size checked before the multiplication could wrap.
+  if (uint64_t(n) > kMaxStringBytes / std::max<size_t>(x.size(), 1)) check_string_size(kMaxStringBytes + 1);
   check_string_size(x.size() * size_t(n));
   for (int64_t k = 0; k < n; ++k) out += x;
   return out;
@@ -379,14 +381,8 @@ Value string_method(const std::string& s, const std::string& name, const CallArg
     return Value::integer(sp.cp_begin + int64_t(utf8::length(in.substr(0, at))));
   }
   if (name == "ljust" || name == "rjust" || name == "center") {
-    const int64_t width = int_arg(a, 0, "width", 0);
-    const std::string fill = pad_arg(a, 1, name.c_str());
-    const int64_t n = int64_t(utf8::length(s));
-    if (width <= n) return Value::str(s);
-    const int64_t pad = width - n;
-    // Python's center puts the odd column on the left when the string's length is odd.
-    const int64_t left = name == "ljust" ? 0 : name == "rjust" ? pad : pad / 2 + (pad & width & 1);
-    return Value::str(repeat_str(fill, left) + s + repeat_str(fill, pad - left));
+    return Value::str(pad_to(s, int_arg(a, 0, "width", 0), name == "ljust" ? '<' : name == "rjust" ? '>' : '^',
+                             pad_arg(a, 1, name.c_str())));
   }
   if (name == "zfill") {
     const int64_t width = int_arg(a, 0, "width", 0);
@@ -466,6 +462,15 @@ bool is_string_method(const std::string& n) {
 }
 
 }  // namespace
+
+std::string pad_to(const std::string& s, int64_t width, char align, const std::string& fill) {
+  const int64_t n = int64_t(utf8::length(s));
+  if (width <= n) return s;
+  const int64_t pad = width - n;
+  // Python's center puts the odd column on the left when the string's length is odd.
+  const int64_t left = align == '<' ? 0 : align == '>' ? pad : pad / 2 + (pad & width & 1);
+  return repeat_str(fill, left) + s + repeat_str(fill, pad - left);
+}
 
 Value method(const Value& obj, const std::string& name) {
   if (obj.is_string()) {

@@ -96,6 +96,10 @@ TEST(ChatErrors, HostileTemplatesStopAtTheRenderBudget) {
     EXPECT_NE(msg.find(why), std::string::npos) << src << "\n -> " << msg;
   };
   expect_error("{{ 'x' | center(100000000000) }}", "string too large");
+  expect_error("{{ 'x'.center(9223372036854775807, '\xc3\xa9') }}", "string too large");
+  expect_error("{{ '1'.zfill(9223372036854775807) }}", "string too large");
+  expect_error("{{ [1, 2]|slice(1000000000000) }}", "list too large");
+  expect_error("{{ '{:99999}'.format(1) }}", "too big");
   expect_error("{% set s = 'ab' * 1000000 %}{{ s.replace('a', s) }}", "string too large");
   expect_error("{{ ([('x' * 1000000)] * 100) | join }}", "string too large");
   expect_error("{% set ns = namespace(x=[1]) %}{% for i in range(12) %}{% set ns.x = [ns.x] * 8 %}{% endfor %}"
