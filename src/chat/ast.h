@@ -83,6 +83,9 @@ struct Stmt {
   Body else_body;
   std::vector<Param> params;
   bool recursive = false;  // For: `loop(items)` renders the loop again one level deeper
+  // Macro: whether the body reads `varargs` / `kwargs`, which lets a call pass more positional
+  // or unknown keyword arguments than its parameters (as Jinja2 decides, from the body).
+  bool catch_varargs = false, catch_kwargs = false;
 
   Stmt(Kind k, int l) : kind(k), line(l) {}
 };
@@ -90,5 +93,8 @@ struct Stmt {
 struct Program {
   Body body;
 };
+
+// Whether `name` is read anywhere in body (nested statements and expressions included).
+bool mentions(const Body& body, const std::string& name);
 
 }  // namespace minfer::chat

@@ -302,6 +302,18 @@ class Interp {
     // The macro sees the scope it was defined in (and later assignments there).
     std::weak_ptr<Scope> weak = scope;
     return Value::function(st.name, [this, self, weak](const CallArgs& a) {
+      // Jinja2's checks: extra arguments only where the body reads varargs / kwargs.
+      if (!self->catch_varargs && a.pos.size() > self->params.size())
+        eval_fail("macro '" + self->name + "' takes not more than " + std::to_string(self->params.size()) + " argument(s)");
+      for (const auto& [k, v] : a.kw) {
+        bool known = k == "caller" || self->catch_kwargs;
+        for (size_t i = 0; i < self->params.size() && !known; ++i) {
+          if (self->params[i].name != k) continue;
+          if (i < a.pos.size()) eval_fail("macro '" + self->name + "' got multiple values for argument '" + k + "'");
+          known = true;
+        }
+        if (!known) eval_fail("macro '" + self->name + "' takes no keyword argument '" + k + "'");
+      }
       auto s = std::make_shared<Scope>();
       s->parent = weak.lock();
       bind_params(self->params, a, s);

@@ -279,6 +279,8 @@ class Parser {
     expect_block_end();
     std::string end;
     s->body = body({"endmacro"}, end);
+    s->catch_varargs = mentions(s->body, "varargs");
+    s->catch_kwargs = mentions(s->body, "kwargs");
     if (cur().type == Tok::Name) next();  // {% endmacro name %}
     expect_block_end();
     return s;

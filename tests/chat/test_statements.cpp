@@ -139,5 +139,25 @@ TEST(ChatStatements, WithRecursiveLoopsAndHelpers) {
                TemplateError);
 }
 
+// Jinja2 lets a call pass more than a macro's parameters only where the body reads varargs
+// or kwargs (Python Jinja2 3.1's output and errors).
+TEST(ChatStatements, MacroArgumentsAsJinja2) {
+  EXPECT_EQ(render("{% macro m(a) %}{{ a }}{{ varargs }}{% endmacro %}{{ m(1, 2) }}"), "1(2,)");
+  EXPECT_EQ(render("{% macro m(a) %}{{ a }}{{ kwargs }}{% endmacro %}{{ m(1, b=2) }}"), "1{'b': 2}");
+  EXPECT_EQ(render("{% macro m(a, b=3) %}{{ a }}{{ b }}{% endmacro %}{{ m(b=1, a=2) }}{{ m() }}"), "213");
+  EXPECT_EQ(render("{% macro m(a) %}{% if true %}{% for x in varargs %}{{ x }}{% endfor %}{% endif %}{% endmacro %}"
+                   "{{ m(1, 2, 3) }}"),
+            "23");
+  EXPECT_NE(std::string(render_error("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}").what())
+                .find("macro 'm' takes not more than 1 argument(s)"),
+            std::string::npos);
+  EXPECT_NE(std::string(render_error("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, b=2) }}").what())
+                .find("macro 'm' takes no keyword argument 'b'"),
+            std::string::npos);
+  EXPECT_NE(std::string(render_error("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, a=2) }}").what())
+                .find("got multiple values for argument 'a'"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace minfer::chat::test
