@@ -138,6 +138,13 @@ RICH_TOOL = {
 }
 
 
+# A call whose arguments hold every JSON type, awkward numbers among them.
+RICH_CALL = {"id": "call_aaa111222", "type": "function",
+             "function": {"name": "get_weather", "arguments": {
+                 "city": "Paris", "days": 3, "temp": 21.5, "whole": 3.0, "big": 1e20, "small": 1.5e-7,
+                 "neg": -2, "flag": True, "off": False, "nothing": None,
+                 "list": [1, "a", False, None, 2.25], "obj": {"k": "v", "n": {"x": [1]}}}}}
+
 SYS = {"role": "system", "content": "You are a helpful assistant."}
 U1 = {"role": "user", "content": "Hello!"}
 A1 = {"role": "assistant", "content": "Hi there, how can I help?"}
@@ -187,11 +194,7 @@ CASES = {
         U2,
         {"role": "assistant", "content": "Let me check.",
          "tool_calls": [
-             {"id": "call_aaa111222", "type": "function",
-              "function": {"name": "get_weather", "arguments": {
-                  "city": "Paris", "days": 3, "temp": 21.5, "whole": 3.0, "big": 1e20, "small": 1.5e-7,
-                  "neg": -2, "flag": True, "off": False, "nothing": None,
-                  "list": [1, "a", False, None, 2.25], "obj": {"k": "v", "n": {"x": [1]}}}}},
+             RICH_CALL,
              {"id": "call_bbb333444", "type": "function",
               "function": {"name": "search", "arguments": {"query": "it's \"quoted\" \\ and\nnewline"}}}]},
         {"role": "tool", "tool_call_id": "call_aaa111222", "name": "get_weather", "content": "20C"},
@@ -202,11 +205,7 @@ CASES = {
         U2,
         {"role": "assistant", "content": "",
          "tool_calls": [
-             {"id": "call_aaa111222", "type": "function",
-              "function": {"name": "get_weather", "arguments": {
-                  "city": "Paris", "days": 3, "temp": 21.5, "whole": 3.0, "big": 1e20, "small": 1.5e-7,
-                  "neg": -2, "flag": True, "off": False, "nothing": None,
-                  "list": [1, "a", False, None, 2.25], "obj": {"k": "v", "n": {"x": [1]}}}}}]},
+             RICH_CALL]},
         {"role": "tool", "tool_call_id": "call_aaa111222", "name": "get_weather", "content": "20C"}],
         tools=[RICH_TOOL]),
     "i_think_in_content": dict(messages=[
