@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
+#include "chat/eval_error.h"
+#include "chat/number_text.h"
 #include "chat/utf8.h"
 
 namespace minfer::chat {
@@ -247,20 +250,19 @@ class Lexer {
       };
       if (base && (digit(p + 2) || (s_[p + 2] == '_' && digit(p + 3)))) {
         size_t q = p + 2;
-        uint64_t v = 0;
-        while (q < s_.size() && (digit(q) || (s_[q] == '_' && digit(q + 1)))) {
-          if (s_[q] != '_') {
-            if (v > (uint64_t(INT64_MAX) - uint64_t(hexval(s_[q]))) / uint64_t(base))
-              error(start, "integer literal out of range: " + std::string(s_.substr(start, q + 1 - start)));
-            v = v * uint64_t(base) + uint64_t(hexval(s_[q]));
-          }
-          ++q;
+        while (q < s_.size() && (digit(q) || (s_[q] == '_' && digit(q + 1)))) ++q;
+        const std::string_view text = std::string_view(s_).substr(start, q - start);
+        std::optional<int64_t> v;
+        try {
+          v = parse_int(text, base);
+        } catch (const EvalError&) {  // past 64 bits
         }
+        if (!v) error(start, "integer literal out of range: " + std::string(text));
         Token t;
         t.line = line_at(start);
-        t.text = std::string(s_.substr(start, q - start));
+        t.text = std::string(text);
         t.type = Tok::Int;
-        t.ival = int64_t(v);
+        t.ival = *v;
         out_.push_back(std::move(t));
         return q;
       }
