@@ -89,21 +89,7 @@ std::string group(const std::string& digits, char sep, size_t every) {
 }
 
 std::string pad(const std::string& body, const Spec& sp, char default_align, const std::string& sign_part = {}) {
-  const size_t len = utf8::length(sign_part) + utf8::length(body);
-  if (sp.width <= len) return sign_part + body;
-  const size_t n = sp.width - len;
-  const auto fill = [&](size_t k) {
-    std::string f;
-    for (size_t j = 0; j < k; ++j) f += sp.fill;
-    return f;
-  };
-  check_string_size(n * sp.fill.size() + body.size());
-  switch (sp.align ? sp.align : default_align) {
-    case '<': return sign_part + body + fill(n);
-    case '^': return fill(n / 2) + sign_part + body + fill(n - n / 2);
-    case '=': return sign_part + fill(n) + body;
-    default: return fill(n) + sign_part + body;
-  }
+  return pad_field(body, sp.width, sp.align ? sp.align : default_align, sp.fill, sign_part);
 }
 
 std::string sign_of(bool negative, char sign) {
@@ -210,6 +196,25 @@ std::string format_float(double x, const Spec& sp) {
 }
 
 }  // namespace
+
+std::string pad_field(const std::string& body, size_t width, char align, const std::string& fill,
+                      const std::string& sign) {
+  const size_t len = utf8::length(sign) + utf8::length(body);
+  if (width <= len) return sign + body;
+  const size_t n = width - len;
+  check_string_size(n * fill.size() + body.size());
+  const auto fills = [&](size_t k) {
+    std::string f;
+    for (size_t j = 0; j < k; ++j) f += fill;
+    return f;
+  };
+  switch (align) {
+    case '<': return sign + body + fills(n);
+    case '^': return fills(n / 2) + sign + body + fills(n - n / 2);
+    case '=': return sign + fills(n) + body;
+    default: return fills(n) + sign + body;
+  }
+}
 
 std::string format_value(const Value& v, std::string_view spec) {
   if (spec.empty()) return to_str(v);

@@ -599,11 +599,9 @@ std::string percent_format(const std::string& fmt, const Value& args) {
           const auto cps = utf8::decode(text);
           if (cps.size() > prec) text = utf8::encode({cps.begin(), cps.begin() + long(prec)});
         }
-        const bool left = flags.find('-') != std::string::npos;
-        const size_t len = utf8::length(text);
-        const std::string pad = width > len ? std::string(width - len, ' ') : std::string();
-        check_string_size(out.size() + text.size() + pad.size());
-        out += left ? text + pad : pad + text;
+        text = pad_field(text, width, flags.find('-') != std::string::npos ? '<' : '>');
+        check_string_size(out.size() + text.size());
+        out += text;
         break;
       }
       case 'd': case 'i': case 'x': case 'X': case 'o': {
@@ -621,13 +619,9 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         const auto has = [&](char f) { return flags.find(f) != std::string::npos; };
         std::string head = n < 0 ? "-" : has('+') ? "+" : has(' ') ? " " : "";
         if (has('#') && conv != 'd' && conv != 'i') head += conv == 'o' ? "0o" : conv == 'x' ? "0x" : "0X";
-        const size_t len = head.size() + digits.size();
-        if (width > len) {
-          if (has('-')) digits.append(width - len, ' ');
-          else if (has('0')) digits.insert(0, width - len, '0');
-          else head.insert(0, width - len, ' ');
-        }
-        out += head + digits;
+        // '-' left-justifies with spaces, else '0' pads with zeros after the sign.
+        const bool zeros = has('0') && !has('-');
+        out += pad_field(digits, width, has('-') ? '<' : zeros ? '=' : '>', zeros ? "0" : " ", head);
         break;
       }
       case 'f': case 'F': case 'e': case 'E': case 'g': case 'G':
@@ -641,8 +635,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         if (v->is_string() && utf8::length(v->s) == 1) ch = v->s;
         else if (v->kind == Value::Int && v->i >= 0 && v->i <= 0x10FFFF) utf8::append(ch, char32_t(v->i));
         else eval_fail("%c requires an int in range(0x110000) or a single character");
-        const std::string pad = width > 1 ? std::string(width - 1, ' ') : std::string();
-        out += flags.find('-') != std::string::npos ? ch + pad : pad + ch;
+        out += pad_field(ch, width, flags.find('-') != std::string::npos ? '<' : '>');
         break;
       }
       default: eval_fail(std::string("unsupported format character '") + conv + "'");
