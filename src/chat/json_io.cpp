@@ -66,8 +66,7 @@ void dump_string(std::string& out, const std::string& s, bool ensure_ascii) {
           out += char(c);
         } else {
           // One code point as \uXXXX, beyond the BMP as its UTF-16 surrogate pair (Python's).
-          size_t n = 1;
-          while (i + n < s.size() && (static_cast<unsigned char>(s[i + n]) & 0xC0) == 0x80 && n < 4) ++n;
+          const size_t n = utf8::char_bytes(s, i);
           for (const char32_t cp : utf8::decode(std::string_view(s).substr(i, n))) {
             if (cp >= 0x10000) {
               hex4(out, 0xD800 + ((unsigned(cp) - 0x10000) >> 10));

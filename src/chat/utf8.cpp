@@ -42,6 +42,12 @@ size_t length(std::string_view s) {
   return n;
 }
 
+size_t char_bytes(std::string_view s, size_t i) {
+  size_t n = 1;
+  while (i + n < s.size() && n < 4 && (static_cast<unsigned char>(s[i + n]) & 0xC0) == 0x80) ++n;
+  return n;
+}
+
 bool is_space(char32_t c) {
   switch (c) {
     case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x1C: case 0x1D: case 0x1E:

@@ -12,6 +12,9 @@ std::vector<char32_t> decode(std::string_view s);
 std::string encode(const std::vector<char32_t>& cps);
 void append(std::string& out, char32_t cp);
 size_t length(std::string_view s);
+// The bytes of the character that starts at s[i]: its first byte and the continuation bytes
+// after it (at most 4 in all; 1 for a stray byte).
+size_t char_bytes(std::string_view s, size_t i);
 
 bool is_space(char32_t c);  // Python's str.isspace()
 bool is_alpha(char32_t c);

@@ -312,8 +312,7 @@ std::string repr_string(std::string_view s) {
     } else {
       // Python escapes the characters that str.isprintable() refuses (controls, format
       // characters, separators other than the space): \xNN, \uNNNN or \UNNNNNNNN.
-      size_t n = 1;
-      while (i + n < s.size() && n < 4 && (static_cast<unsigned char>(s[i + n]) & 0xC0) == 0x80) ++n;
+      const size_t n = utf8::char_bytes(s, i);
       const auto cps = utf8::decode(s.substr(i, n));
       const char32_t cp = cps.size() == 1 ? cps[0] : 0xFFFD;
       if (cp != 0xFFFD && !utf8::is_printable(cp)) {
