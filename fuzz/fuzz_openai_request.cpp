@@ -1,10 +1,13 @@
-// libFuzzer entry point for `minfer serve`'s request parser: any body, for either endpoint,
-// must either parse or throw minfer::Error (-> HTTP 400), and a parsed one must give sampler
-// parameters or an Error.
+// libFuzzer entry point for `minfer serve`'s parsers of what comes in: any body, for either
+// endpoint, must either parse or throw minfer::Error (-> HTTP 400), and a parsed one must give
+// sampler parameters or an Error; the same bytes as a model's reply must split into text and
+// tool calls in every call format without a throw, each call's arguments a JSON object.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string_view>
 
+#include "chat/tool_calls.h"
 #include "common/error.h"
 #include "server/openai_api.h"
 
@@ -17,6 +20,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)minfer::server::sse_data(r.messages);
     } catch (const minfer::Error&) {
     }
+  }
+  using minfer::chat::ToolCallFormat;
+  for (auto f : {ToolCallFormat::Hermes, ToolCallFormat::Llama3Json, ToolCallFormat::MistralNemo}) {
+    const auto reply = minfer::chat::parse_tool_calls(f, body);
+    for (const auto& call : reply.calls)
+      if (call.name.empty() || !nlohmann::ordered_json::parse(call.arguments).is_object()) std::abort();
+    if (reply.calls.empty() && reply.content != body) std::abort();
+    if (minfer::chat::tool_call_start(f, body) > body.size()) std::abort();
   }
   return 0;
 }

@@ -2,7 +2,7 @@
 # Builds and runs every test: the unit and golden tests (Release build with GCC; again with Clang,
 # but for the tests labelled slow), the unit tests again under AddressSanitizer +
 # UndefinedBehaviorSanitizer, and the fuzzers of the GGUF reader (60 s), the chat-template
-# interpreter (30 s), the importance-matrix reader (20 s), the server's request parser (20 s),
+# interpreter (30 s), the importance-matrix reader (20 s), the server's request and tool-call parsers (20 s),
 # the GBNF grammars (20 s) and the JSON schemas (20 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +27,7 @@ cmake --build build-asan -j"$JOBS"
 ctest --test-dir build-asan --output-on-failure -j"$JOBS" -LE slow
 
 if [ -f fuzz/CMakeLists.txt ]; then
-  echo "== fuzzing the GGUF reader (60 s), the chat-template interpreter (30 s), the imatrix reader (20 s), the server's request parser (20 s), the GBNF grammars (20 s) and JSON schemas (20 s)"
+  echo "== fuzzing the GGUF reader (60 s), the chat-template interpreter (30 s), the imatrix reader (20 s), the server's request and tool-call parsers (20 s), the GBNF grammars (20 s) and JSON schemas (20 s)"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DMINFER_FUZZ=ON -DMINFER_BUILD_TESTS=OFF >/dev/null
   cmake --build build-fuzz -j"$JOBS" --target fuzz_gguf fuzz_template fuzz_imatrix fuzz_openai_request fuzz_gbnf fuzz_json_schema

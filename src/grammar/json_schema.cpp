@@ -343,6 +343,8 @@ class Converter {
 
   std::string visit(const json& schema, const std::string& name, int depth = 0);
 
+  void add_root(const std::string& body) { rules_["root"] = body; }
+
   SchemaGrammar finish() {
     SchemaGrammar g;
     for (const auto& [name, body] : rules_) g.gbnf += name + " ::= " + body + "\n";
@@ -898,6 +900,20 @@ SchemaGrammar json_schema_to_gbnf(const json& schema) {
     c.visit(schema, "");
     return c.finish();
   } catch (const json::exception& e) {  // a value of the wrong kind read as another
+    fail("JSON schema: {}", e.what());
+  }
+}
+
+SchemaGrammar json_schema_in_gbnf(const json& schema, const std::string& name,
+                                  const std::string& root_body) {
+  if (name.empty() || name != rule_name_of(name) || is_reserved_name(name))
+    fail("JSON schema: '{}' cannot name the schema's rule", name);
+  try {
+    Converter c(schema);
+    c.visit(schema, name);
+    c.add_root(root_body);
+    return c.finish();
+  } catch (const json::exception& e) {
     fail("JSON schema: {}", e.what());
   }
 }

@@ -26,4 +26,10 @@ struct SchemaGrammar {
 SchemaGrammar json_schema_to_gbnf(const nlohmann::ordered_json& schema);
 SchemaGrammar json_schema_text_to_gbnf(std::string_view schema_text);  // parsed first
 
+// The schema as the rule `name` (letters, digits and '-', not a built-in rule's name) inside a
+// grammar whose root is `root_body`, GBNF that refers to it: the schema as one part of a larger
+// text (a tool call between its model's markers).
+SchemaGrammar json_schema_in_gbnf(const nlohmann::ordered_json& schema, const std::string& name,
+                                  const std::string& root_body);
+
 }  // namespace minfer::grammar

@@ -51,7 +51,7 @@ GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sample
   res.n_prompt = int64_t(prompt.size());
   res.t_prompt_ms = ms_since(t0);
 
-  tok::StreamDecoder dec(tok, opts.render_special);
+  tok::StreamDecoder dec(tok, opts.render_special, opts.keep_special);
   StopMatcher stops(opts.stop);
   bool first_text = true;
   auto emit = [&](std::string s) {

@@ -28,6 +28,7 @@ struct GenerateOptions {
   std::vector<std::string> stop;       // stop strings (never printed)
   bool ignore_eog = false;             // keep going past end-of-generation tokens
   bool render_special = false;         // print control tokens' text (llama-cli --special)
+  std::vector<int32_t> keep_special;   // control tokens printed all the same (a tool call's markers)
   // llama_detokenize drops the first token's leading space for SPM vocabularies that add a
   // space prefix: "The sun" continues as "was shining", as llama.cpp's reference text has it.
   bool strip_leading_space = false;

@@ -69,6 +69,25 @@ std::string content_text(const json& content, size_t index) {
   return text;
 }
 
+// An assistant message's calls, as OpenAI sends them back: [{"id", "type": "function",
+// "function": {"name", "arguments": JSON text (or an object, as Hugging Face's)}}].
+void check_tool_calls(const json& calls, size_t index) {
+  if (!calls.is_array()) fail("messages[{}].tool_calls must be an array", index);
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const json& c = calls[k];
+    const bool ok = c.is_object() && (!present(c, "type") || c["type"] == "function") &&
+                    (!present(c, "id") || c["id"].is_string()) && c.contains("function") &&
+                    c["function"].is_object() && c["function"].contains("name") &&
+                    c["function"]["name"].is_string() &&
+                    (!present(c["function"], "arguments") || c["function"]["arguments"].is_string() ||
+                     c["function"]["arguments"].is_object());
+    if (!ok)
+      fail("messages[{}].tool_calls[{}] must be {{\"id\", \"type\": \"function\", \"function\": "
+           "{{\"name\": string, \"arguments\": JSON text}}}}",
+           index, k);
+  }
+}
+
 json parse_messages(const json& body) {
   if (!present(body, "messages")) fail("'messages' is required");
   const json& in = body["messages"];
@@ -81,8 +100,18 @@ json parse_messages(const json& body) {
       fail("messages[{}] needs a string 'role'", i);
     if (!m.contains("content") && m["role"] != "assistant")
       fail("messages[{}] needs a 'content'", i);
-    if (present(m, "tool_calls")) fail("messages[{}]: tool calls are not supported", i);
-    json msg = m;  // other fields (name, ...) stay for templates that use them
+    json msg = m;  // other fields (name, tool_call_id, ...) stay for templates that use them
+    if (present(m, "tool_calls")) {
+      check_tool_calls(m["tool_calls"], i);
+      // A reply that was only calls has no content: templates test for none (DeepSeek R1's).
+      if (!present(m, "content")) {
+        msg["content"] = nullptr;
+        out.push_back(std::move(msg));
+        continue;
+      }
+    } else if (m.contains("tool_calls")) {
+      msg.erase("tool_calls");
+    }
     msg["content"] = content_text(m.contains("content") ? m["content"] : json(), i);
     out.push_back(std::move(msg));
   }
@@ -202,13 +231,63 @@ void parse_grammar(const json& body, CompletionRequest& r) {
   }
 }
 
+// OpenAI's tools: [{"type": "function", "function": {"name", "description", "parameters"}}],
+// tool_choice and parallel_tool_calls.
+void parse_tools(const json& body, CompletionRequest& r) {
+  using Choice = CompletionRequest::ToolChoice;
+  const bool has_tools = present(body, "tools") && !(body["tools"].is_array() && body["tools"].empty());
+  if (has_tools) {
+    const json& tools = body["tools"];
+    if (!tools.is_array()) fail("'tools' must be an array of {{\"type\": \"function\", \"function\": {{...}}}}");
+    for (size_t i = 0; i < tools.size(); ++i) {
+      const json& t = tools[i];
+      if (!t.is_object() || !t.contains("type") || t["type"] != "function")
+        fail("tools[{}] must have \"type\": \"function\" (the only kind of tool)", i);
+      if (!t.contains("function") || !t["function"].is_object())
+        fail("tools[{}] needs a 'function' object", i);
+      const json& fn = t["function"];
+      if (!fn.contains("name") || !fn["name"].is_string() || fn["name"].get<std::string>().empty())
+        fail("tools[{}].function needs a string 'name'", i);
+      if (present(fn, "parameters") && !fn["parameters"].is_object())
+        fail("tools[{}].function.parameters must be a JSON schema object", i);
+      if (present(fn, "description") && !fn["description"].is_string())
+        fail("tools[{}].function.description must be a string", i);
+    }
+    r.tools = tools;
+  }
+  r.parallel_tool_calls = bool_field(body, "parallel_tool_calls");
+  if (!present(body, "tool_choice")) return;
+  if (!has_tools) fail("'tool_choice' needs 'tools'");
+  const json& c = body["tool_choice"];
+  if (c == "auto") {
+    r.tool_choice = Choice::Auto;
+  } else if (c == "none") {
+    r.tool_choice = Choice::None;
+  } else if (c == "required") {
+    r.tool_choice = Choice::Required;
+  } else if (c.is_object() && c.contains("function") && c["function"].is_object() &&
+             c["function"].contains("name") && c["function"]["name"].is_string()) {
+    const json name = c["function"]["name"];
+    json only = json::array();
+    for (const json& t : r.tools)
+      if (t["function"]["name"] == name) only.push_back(t);
+    if (only.empty()) fail("'tool_choice' names '{}', which is not in 'tools'", name.get<std::string>());
+    r.tools = std::move(only);
+    r.tool_choice = Choice::Required;
+  } else {
+    fail("'tool_choice' must be \"auto\", \"none\", \"required\" or {{\"type\": \"function\", "
+         "\"function\": {{\"name\": ...}}}}");
+  }
+}
+
 // Requests for what minfer does not do: refused rather than silently ignored.
 void refuse_unsupported(const json& body, ApiKind kind) {
   if (const auto n = integer_field(body, "n", 1, 1 << 20); n && *n != 1)
     fail("'n' must be 1: one choice per request");
-  for (const char* key : {"tools", "functions"})
-    if (present(body, key) && !(body[key].is_array() && body[key].empty()))
-      fail("'{}' is not supported: minfer does not call tools", key);
+  if (present(body, "functions") && !(body["functions"].is_array() && body["functions"].empty()))
+    fail("'functions' (OpenAI's deprecated form) is not supported: send 'tools'");
+  if (kind == ApiKind::Completion && present(body, "tools") && !(body["tools"].is_array() && body["tools"].empty()))
+    fail("'tools' needs the chat endpoint");
   if (kind == ApiKind::Completion) {
     if (bool_field(body, "echo")) fail("'echo' is not supported");
     if (present(body, "suffix") && !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty()))
@@ -243,10 +322,13 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) 
       if (!j["chat_template_kwargs"].is_object()) fail("'chat_template_kwargs' must be an object");
       r.template_kwargs = j["chat_template_kwargs"];
     }
+    parse_tools(j, r);
   } else {
     parse_prompt(j, r);
   }
   parse_grammar(j, r);
+  if (r.grammar && r.calls_tools())
+    fail("'tools' with a grammar or a JSON response format: give one of them (or tool_choice \"none\")");
 
   constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
   // max_completion_tokens is the chat API's current name, max_tokens the older one,
@@ -337,6 +419,19 @@ json usage_json(const CompletionResult& r) {
               {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}}};
 }
 
+json tool_calls_json(std::span<const chat::ToolCall> calls, bool indexed = false) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json c = json::object();
+    if (indexed) c["index"] = i;  // a stream's deltas are placed by index
+    c["id"] = calls[i].id;
+    c["type"] = "function";
+    c["function"] = {{"name", calls[i].name}, {"arguments", calls[i].arguments}};
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 json head_json(ApiKind kind, const ResponseHead& h, bool chunk) {
   const char* object = kind == ApiKind::Completion ? "text_completion"
                        : chunk                     ? "chat.completion.chunk"
@@ -349,8 +444,15 @@ json head_json(ApiKind kind, const ResponseHead& h, bool chunk) {
 json completion_response(ApiKind kind, const ResponseHead& h, const CompletionResult& r) {
   json out = head_json(kind, h, false);
   json choice = {{"index", 0}};
-  if (kind == ApiKind::Chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}};
-  else choice["text"] = r.text;
+  if (kind == ApiKind::Chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+    if (!r.tool_calls.empty()) {
+      if (r.text.empty()) choice["message"]["content"] = nullptr;
+      choice["message"]["tool_calls"] = tool_calls_json(r.tool_calls);
+    }
+  } else {
+    choice["text"] = r.text;
+  }
   choice["logprobs"] = r.has_logprobs ? logprobs_json(r.logprobs) : json(nullptr);
   choice["finish_reason"] = r.finish_reason;
   out["choices"] = json::array({choice});
@@ -374,6 +476,15 @@ json completion_chunk(ApiKind kind, const ResponseHead& h, std::string_view text
   }
   choice["logprobs"] = logprobs ? logprobs_json(*logprobs) : json(nullptr);
   choice["finish_reason"] = finish_reason ? json(*finish_reason) : json(nullptr);
+  out["choices"] = json::array({choice});
+  return out;
+}
+
+json tool_calls_chunk(const ResponseHead& h, std::span<const chat::ToolCall> calls) {
+  json out = head_json(ApiKind::Chat, h, true);
+  json choice = {{"index", 0}, {"delta", {{"tool_calls", tool_calls_json(calls, true)}}}};
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = nullptr;
   out["choices"] = json::array({choice});
   return out;
 }

@@ -16,7 +16,11 @@
 //   grammars:    [grammar] (GBNF), [json_schema], response_format {"type": "json_object"}
 //                (with or without a "schema") or {"type": "json_schema", "json_schema":
 //                {"schema": ...}}: a schema becomes llama.cpp's grammar for it
-// Fields asking for what minfer does not do (n > 1, tools, echo,
+//   tools:       tools (OpenAI's [{"type": "function", "function": {"name", "description",
+//                "parameters"}}]), tool_choice ("auto", "none", "required" or {"type":
+//                "function", "function": {"name"}}), parallel_tool_calls; assistant messages
+//                with tool_calls and "tool" messages; replies carry message.tool_calls
+// Fields asking for what minfer does not do (n > 1, functions, echo,
 // suffix, best_of > 1, non-text content parts) are refused with a message naming them;
 // other fields (model, user, metadata, ...) are ignored, as llama-server does.
 #pragma once
@@ -29,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/tool_calls.h"
 #include "grammar/gbnf.h"
 #include "runtime/sampler.h"
 
@@ -40,6 +45,12 @@ struct CompletionRequest {
   ApiKind kind = ApiKind::Chat;
   nlohmann::ordered_json messages;     // chat: each message's content made a string
   nlohmann::ordered_json template_kwargs;  // chat: extra template variables, or null
+  // chat: the tools the model may call (checked), or null; with tool_choice "required" or a
+  // named function the reply must be calls (tools then holds just that function).
+  nlohmann::ordered_json tools;
+  enum class ToolChoice { Auto, None, Required } tool_choice = ToolChoice::Auto;
+  bool parallel_tool_calls = false;  // llama-server's default: one call per reply
+  bool calls_tools() const { return !tools.is_null() && tool_choice != ToolChoice::None; }
   std::string prompt;                  // completion, as text
   std::vector<int32_t> prompt_tokens;  // completion, as token ids (then prompt is empty)
   std::optional<int64_t> max_tokens;   // -1: until end of generation or a full context
@@ -90,8 +101,9 @@ nlohmann::ordered_json logprobs_json(std::span<const SampledLogprobs> tokens);
 
 // What one generation produced, for the response objects.
 struct CompletionResult {
-  std::string text;
-  std::string finish_reason;  // "stop" or "length"
+  std::string text;            // chat with tool calls: the reply's text that is no call
+  std::vector<chat::ToolCall> tool_calls;  // ids set
+  std::string finish_reason;  // "stop", "length" or "tool_calls"
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;  // of prompt_tokens, reused from the previous request's cache
   int64_t completion_tokens = 0;
@@ -119,6 +131,9 @@ nlohmann::ordered_json completion_response(ApiKind kind, const ResponseHead& h,
 nlohmann::ordered_json completion_chunk(ApiKind kind, const ResponseHead& h, std::string_view text,
                                         bool first, const std::string* finish_reason,
                                         std::optional<std::span<const SampledLogprobs>> logprobs = {});
+// A chat chunk whose delta holds the reply's tool calls, whole (index, id, type, function
+// {name, arguments}).
+nlohmann::ordered_json tool_calls_chunk(const ResponseHead& h, std::span<const chat::ToolCall> calls);
 // stream_options.include_usage's final chunk: no choices, the usage.
 nlohmann::ordered_json usage_chunk(ApiKind kind, const ResponseHead& h, const CompletionResult& r);
 

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <optional>
 #include <random>
 
 #include "common/error.h"
+#include "grammar/json_schema.h"
 #include "runtime/generate.h"
 #include "runtime/logprobs.h"
 #include "runtime/model.h"
@@ -31,13 +34,25 @@ void send_error(httplib::Response& res, int status, std::string_view msg) {
 
 void send_json(httplib::Response& res, const json& j) { res.set_content(dump(j), "application/json"); }
 
-// "chatcmpl-" / "cmpl-" and 32 random letters and digits, as llama-server's ids.
-std::string response_id(ApiKind kind) {
+std::string random_alnum(int n) {
   static const char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
   thread_local std::mt19937_64 rng(runtime::random_seed());
-  std::string id = kind == ApiKind::Chat ? "chatcmpl-" : "cmpl-";
-  for (int i = 0; i < 32; ++i) id += kChars[rng() % (sizeof(kChars) - 1)];
-  return id;
+  std::string s;
+  for (int i = 0; i < n; ++i) s += kChars[rng() % (sizeof(kChars) - 1)];
+  return s;
+}
+
+// "chatcmpl-" / "cmpl-" and 32 random letters and digits, as llama-server's ids.
+std::string response_id(ApiKind kind) {
+  return (kind == ApiKind::Chat ? "chatcmpl-" : "cmpl-") + random_alnum(32);
+}
+
+// A call's id: Mistral's templates take 9 letters and digits only (and the model's own when it
+// wrote one), the others llama-server's 32.
+std::string tool_call_id(chat::ToolCallFormat f, const std::string& own) {
+  if (f != chat::ToolCallFormat::MistralNemo) return random_alnum(32);
+  const bool valid = own.size() == 9 && std::all_of(own.begin(), own.end(), [](char c) { return std::isalnum(uint8_t(c)); });
+  return valid ? own : random_alnum(9);
 }
 
 const char* finish_reason(runtime::StopReason r) {
@@ -53,6 +68,12 @@ const char* finish_reason(runtime::StopReason r) {
 OpenAiServer::OpenAiServer(const runtime::Model& model, ServeOptions opts)
     : model_(model), opts_(std::move(opts)), http_(std::make_unique<httplib::Server>()) {
   created_ = int64_t(std::time(nullptr));
+  if (opts_.chat_template) {
+    tool_format_ = chat::detect_tool_call_format(*opts_.chat_template);
+    tool_rendering_ = chat::probe_tool_call_rendering(*opts_.chat_template);
+    for (const std::string& marker : chat::tool_call_control_markers(tool_format_))
+      if (const auto id = model_.tokenizer().find_token(marker)) tool_markers_.push_back(*id);
+  }
   ctx_ = std::make_unique<runtime::Context>(model_, opts_.ctx);
   setup_routes();
 }
@@ -80,12 +101,11 @@ std::vector<int32_t> OpenAiServer::prompt_tokens(const CompletionRequest& r) con
     if (!opts_.chat_template)
       fail("the model has no chat template: use /v1/completions, or start the server with "
            "--chat-template-file");
-    json messages = r.messages;
-    if (!opts_.system.empty() && (messages.empty() || messages[0]["role"] != "system"))
-      messages.insert(messages.begin(), json{{"role", "system"}, {"content", opts_.system}});
-    tokens = runtime::tokenize_prompt(model_, runtime::render_chat(model_, *opts_.chat_template,
-                                                                   messages, true,
-                                                                   r.template_kwargs));
+    if (r.calls_tools() && tool_format_ == chat::ToolCallFormat::None)
+      fail("'tools': the model's chat template has no tool-call format minfer knows (Hermes "
+           "<tool_call>, Llama 3's JSON, Mistral's [TOOL_CALLS]); start the server with a "
+           "--chat-template-file that has one, or send tool_choice \"none\"");
+    tokens = runtime::tokenize_prompt(model_, render_chat(r));
   } else if (!r.prompt_tokens.empty()) {
     tokens = r.prompt_tokens;
     for (int32_t t : tokens)
@@ -100,6 +120,33 @@ std::vector<int32_t> OpenAiServer::prompt_tokens(const CompletionRequest& r) con
     fail("the prompt is {} tokens, which does not fit the context of {} tokens with room for a "
          "reply (start the server with a larger -c)",
          tokens.size(), ctx_->n_ctx());
+  return tokens;
+}
+
+std::string OpenAiServer::render_chat(const CompletionRequest& r) const {
+  json messages = r.messages;
+  if (!opts_.system.empty() && (messages.empty() || messages[0]["role"] != "system"))
+    messages.insert(messages.begin(), json{{"role", "system"}, {"content", opts_.system}});
+  messages = chat::messages_for_template(std::move(messages), tool_rendering_);
+  json vars = r.template_kwargs.is_object() ? r.template_kwargs : json::object();
+  if (!r.tools.is_null() && !vars.contains("tools")) vars["tools"] = r.tools;
+  return runtime::render_chat(model_, *opts_.chat_template, messages, true, vars);
+}
+
+std::shared_ptr<const grammar::Grammar> OpenAiServer::tool_call_grammar(const CompletionRequest& r) const {
+  const chat::ToolCallGrammar g = chat::tool_call_grammar(tool_format_, r.tools, r.parallel_tool_calls);
+  try {
+    return std::make_shared<const grammar::Grammar>(
+        grammar::json_schema_in_gbnf(g.schema, chat::kToolCallRule, g.root).grammar);
+  } catch (const Error& e) {
+    fail("'tools': a function's parameters: {}", e.what());
+  }
+}
+
+std::vector<int32_t> OpenAiServer::prepare(CompletionRequest& r) const {
+  std::vector<int32_t> tokens = prompt_tokens(r);
+  if (r.calls_tools() && r.tool_choice == CompletionRequest::ToolChoice::Required)
+    r.grammar = tool_call_grammar(r);
   return tokens;
 }
 
@@ -126,7 +173,9 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   go.ignore_eog = r.ignore_eos || opts_.ignore_eos;
   go.interrupt = &cancel_;
   std::optional<runtime::TokenGrammar> grammar;
-  if (const auto& rules = r.grammar ? r.grammar : opts_.grammar) go.grammar = &grammar.emplace(rules, model_.tokenizer());
+  const bool calls = r.calls_tools();
+  // The server's default grammar is for replies, not for calls.
+  if (const auto& rules = r.grammar ? r.grammar : calls ? nullptr : opts_.grammar) go.grammar = &grammar.emplace(rules, model_.tokenizer());
   if (opts_.log)
     for (const std::string& w : r.grammar_warnings) opts_.log("warning: JSON schema: " + w);
   CompletionResult out;
@@ -148,12 +197,23 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
     };
   }
   size_t sent = 0;  // log-probability entries already passed to on_text
+  auto release = [&](std::string_view s) {
+    if (on_text && !on_text(s, std::span(out.logprobs).subspan(sent))) cancel_ = true;
+    sent = out.logprobs.size();
+  };
+  if (calls) go.keep_special = tool_markers_;
+  size_t released = 0;  // with tools: bytes of the reply passed to on_text
+  std::string reply;
   runtime::GenerateResult g;
   try {
     g = runtime::generate(*ctx_, tok, sampler, std::span(prompt).subspan(common), go,
                           [&](std::string_view s) {
-                            if (on_text && !on_text(s, std::span(out.logprobs).subspan(sent))) cancel_ = true;
-                            sent = out.logprobs.size();
+                            if (!calls) return release(s);
+                            reply += s;
+                            const size_t upto = chat::tool_call_start(tool_format_, reply);
+                            if (upto <= released) return;
+                            release(std::string_view(reply).substr(released, upto - released));
+                            released = upto;
                           });
   } catch (...) {
     // Whatever the context holds now is unknown: start the next request afresh.
@@ -166,6 +226,20 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
 
   out.text = std::move(g.text);
   out.finish_reason = finish_reason(g.reason);
+  if (calls) {
+    chat::ParsedReply parsed = chat::parse_tool_calls(tool_format_, out.text);
+    std::string_view rest = std::string_view(out.text).substr(released);  // what on_text has not had
+    if (!parsed.calls.empty()) {
+      for (chat::ToolCall& c : parsed.calls) c.id = tool_call_id(tool_format_, c.id);
+      out.tool_calls = std::move(parsed.calls);
+      out.text = std::move(parsed.content);
+      out.finish_reason = "tool_calls";
+      // The text streamed before the calls may have had the spaces the content lost.
+      const std::string_view streamed = std::string_view(reply).substr(0, released);
+      rest = out.text.starts_with(streamed) ? std::string_view(out.text).substr(released) : std::string_view();
+    }
+    if (!rest.empty()) release(rest);
+  }
   out.prompt_tokens = int64_t(prompt.size());
   out.cached_tokens = int64_t(common);
   out.prompt_evaluated = g.n_prompt;
@@ -241,7 +315,7 @@ void OpenAiServer::setup_routes() {
       try {
         *r = parse_completion_request(req.body, kind);
         (void)sampler_params(*r, opts_.sampling, 0);  // out-of-range values: 400 before any work
-        *prompt = prompt_tokens(*r);
+        *prompt = prepare(*r);
       } catch (const Error& e) {
         send_error(res, 400, e.what());
         return;
@@ -267,6 +341,7 @@ void OpenAiServer::setup_routes() {
                     sent += lp.size();
                     return send(completion_chunk(r->kind, head, text, false, nullptr, r->logprobs ? std::optional(lp) : std::nullopt));
                   });
+              if (!out.tool_calls.empty()) send(tool_calls_chunk(head, out.tool_calls));
               const std::span<const SampledLogprobs> rest = std::span(out.logprobs).subspan(sent);
               send(completion_chunk(r->kind, head, "", false, &out.finish_reason,
                                     r->logprobs ? std::optional(rest) : std::nullopt));

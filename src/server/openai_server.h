@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/tool_calls.h"
 #include "runtime/context.h"
 #include "runtime/sampler.h"
 #include "server/openai_api.h"
@@ -74,21 +75,34 @@ class OpenAiServer {
 
   // A request's prompt as tokens: chat messages through the template, text through the
   // tokenizer (BOS as the model asks). Error (400) when it is empty, when it or the logit bias
-  // names a token outside the vocabulary, or when it leaves no room in the context for one
-  // generated token.
+  // names a token outside the vocabulary, when it leaves no room in the context for one
+  // generated token, or when it brings tools the template has no call format for.
   std::vector<int32_t> prompt_tokens(const CompletionRequest& r) const;
+  // Readies a checked request for complete(): tool_choice "required" (or a named function) gets
+  // the grammar that makes the reply calls. Error (400) as prompt_tokens; returns the prompt.
+  std::vector<int32_t> prepare(CompletionRequest& r) const;
   // Generates for `r` with the context (waiting for the one in progress); on_text gets the text
   // as it comes, with the log-probabilities of the tokens sampled since its previous call (when
-  // asked), and returns false to stop (a client that went away).
+  // asked), and returns false to stop (a client that went away). With tools, text from where a
+  // call may begin waits for the end of the reply; the calls found are in the result, and
+  // on_text gets only the reply's text that is no call.
   using TextSink = std::function<bool(std::string_view, std::span<const SampledLogprobs>)>;
   CompletionResult complete(const CompletionRequest& r, const std::vector<int32_t>& prompt,
                             const TextSink& on_text);
 
  private:
   void setup_routes();
+  // The request's messages and variables as its template wants them (calls' arguments as
+  // objects for templates that write them with tojson), rendered.
+  std::string render_chat(const CompletionRequest& r) const;
+  // tool_choice "required" or a named function: the grammar that makes the reply calls.
+  std::shared_ptr<const grammar::Grammar> tool_call_grammar(const CompletionRequest& r) const;
 
   const runtime::Model& model_;
   ServeOptions opts_;
+  chat::ToolCallFormat tool_format_ = chat::ToolCallFormat::None;  // the chat template's
+  chat::ToolCallRendering tool_rendering_;  // how the template wants calls in the history
+  std::vector<int32_t> tool_markers_;  // control tokens of tool_format_ kept in replies
   std::unique_ptr<httplib::Server> http_;
   int port_ = 0;
   int64_t created_ = 0;  // load time, for /v1/models

@@ -1,11 +1,13 @@
 // StreamDecoder: token pieces in, text out, holding back an incomplete UTF-8 sequence.
+#include <algorithm>
+
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 
 namespace minfer::tok {
 
-StreamDecoder::StreamDecoder(const Tokenizer& tok, bool render_special)
-    : tok_(&tok), render_special_(render_special) {}
+StreamDecoder::StreamDecoder(const Tokenizer& tok, bool render_special, std::vector<int32_t> keep)
+    : tok_(&tok), render_special_(render_special), keep_(std::move(keep)) {}
 
 size_t incomplete_utf8_tail(std::string_view s) {
   // A trailing lead byte whose sequence is not complete yet; anything else (complete
@@ -20,7 +22,7 @@ size_t incomplete_utf8_tail(std::string_view s) {
 }
 
 std::string StreamDecoder::push(int32_t id) {
-  pending_ += tok_->token_to_piece(id, render_special_);
+  pending_ += tok_->token_to_piece(id, render_special_ || std::find(keep_.begin(), keep_.end(), id) != keep_.end());
   // Hold back a character that is not complete yet.
   const size_t n = pending_.size();
   const size_t keep = incomplete_utf8_tail(pending_);

@@ -98,13 +98,16 @@ size_t incomplete_utf8_tail(std::string_view s);
 
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer& tok, bool render_special = true);
+  // `keep`: control tokens whose text comes out even without render_special (the markers of
+  // a tool call, which llama-server keeps as its "preserved tokens").
+  explicit StreamDecoder(const Tokenizer& tok, bool render_special = true, std::vector<int32_t> keep = {});
   std::string push(int32_t id);
   std::string flush();
 
  private:
   const Tokenizer* tok_;
   bool render_special_;
+  std::vector<int32_t> keep_;
   std::string pending_;
 };
 

@@ -1,6 +1,7 @@
 // The OpenAI wire format: request bodies as the API reference writes them are taken, every
 // ill-formed or unsupported one is refused naming its field, and the response objects have the
 // reference's shapes (chat.completion, chat.completion.chunk, text_completion).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -100,6 +101,45 @@ TEST(OpenAiRequest, GrammarAndJsonMode) {
   EXPECT_EQ(chat(R"("json_schema": {"type": "string", "pattern": "^\\w+$"})").grammar_warnings.size(), 1u);
 }
 
+TEST(OpenAiRequest, ToolsAndCallsInTheHistory) {
+  const char* tools = R"([{"type": "function", "function": {"name": "f", "description": "F.",
+      "parameters": {"type": "object"}}}, {"type": "function", "function": {"name": "g"}}])";
+  auto r = parse_completion_request(fmt::format(R"({{"tools": {}, "messages": [
+      {{"role": "user", "content": "x"}},
+      {{"role": "assistant", "content": null, "tool_calls": [{{"id": "c1", "type": "function",
+        "function": {{"name": "f", "arguments": "{{\"a\": 1}}"}}}}]}},
+      {{"role": "tool", "tool_call_id": "c1", "content": [{{"type": "text", "text": "42"}}]}}]}})", tools),
+                                    ApiKind::Chat);
+  EXPECT_EQ(r.tools, json::parse(tools));
+  EXPECT_EQ(r.tool_choice, CompletionRequest::ToolChoice::Auto);
+  EXPECT_FALSE(r.parallel_tool_calls);
+  EXPECT_TRUE(r.calls_tools());
+  // A reply that was only calls keeps content null (templates test for none); the calls and
+  // the tool message's id reach the template as sent.
+  EXPECT_TRUE(r.messages[1]["content"].is_null());
+  EXPECT_EQ(r.messages[1]["tool_calls"][0]["function"]["arguments"], "{\"a\": 1}");
+  EXPECT_EQ(r.messages[2]["content"], "42");
+  EXPECT_EQ(r.messages[2]["tool_call_id"], "c1");
+
+  // A named function: the reply must call it, and only it is offered.
+  r = parse_completion_request(fmt::format(R"({{"tools": {}, "messages": [{{"role": "user", "content": "x"}}],
+      "tool_choice": {{"type": "function", "function": {{"name": "g"}}}}, "parallel_tool_calls": true}})", tools),
+                               ApiKind::Chat);
+  EXPECT_EQ(r.tool_choice, CompletionRequest::ToolChoice::Required);
+  ASSERT_EQ(r.tools.size(), 1u);
+  EXPECT_EQ(r.tools[0]["function"]["name"], "g");
+  EXPECT_TRUE(r.parallel_tool_calls);
+  // "none": the tools are still shown to the template, but no call is looked for, and a grammar
+  // may come along.
+  r = parse_completion_request(fmt::format(R"({{"tools": {}, "messages": [{{"role": "user", "content": "x"}}],
+      "tool_choice": "none", "grammar": "root ::= \"a\""}})", tools),
+                               ApiKind::Chat);
+  EXPECT_FALSE(r.calls_tools());
+  EXPECT_TRUE(r.grammar);
+  EXPECT_FALSE(parse_completion_request(R"({"tools": [], "messages": [{"role": "user", "content": "x"}]})", ApiKind::Chat)
+                   .calls_tools());
+}
+
 TEST(OpenAiRequest, CompletionPromptForms) {
   auto r = parse_completion_request(R"({"prompt": "Once", "max_tokens": 5.0, "seed": -1,
                                        "top_k": 20, "min_p": 0.1, "repeat_penalty": 1.1,
@@ -138,13 +178,31 @@ TEST(OpenAiRequest, BadOrUnsupportedFieldsAreRefusedByName) {
       {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})",
        "'image_url' parts are not supported"},
       {R"({"messages": [{"role": "user", "content": [{"type": "text"}]}]})", "needs a string 'text'"},
-      {R"({"messages": [{"role": "assistant", "content": "", "tool_calls": [{}]}]})", "tool calls"},
+      {R"({"messages": [{"role": "assistant", "content": "", "tool_calls": [{}]}]})", "messages[0].tool_calls[0] must be"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": {"id": "a"}}]})", "messages[0].tool_calls must be an array"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": 3}}]}]})",
+       "messages[0].tool_calls[0] must be"},
       {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", "'n' must be 1"},
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": "yes"})", "'logprobs' must be true or false"},
       {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})", "'top_logprobs' needs 'logprobs': true"},
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 101})",
        "'top_logprobs' must be in"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})", "'tools'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})", "tools[0] needs a 'function' object"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": {"type": "function"}})", "'tools' must be an array"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "code_interpreter"}]})", "tools[0] must have \"type\": \"function\""},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": ""}}]})", "tools[0].function needs a string 'name'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": "x"}}]})",
+       "tools[0].function.parameters must be"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"})", "'tool_choice' needs 'tools'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "any"})",
+       "'tool_choice' must be"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}})",
+       "'tool_choice' names 'g', which is not in 'tools'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}], "response_format": {"type": "json_object"}})",
+       "'tools' with a grammar"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}], "parallel_tool_calls": 1})",
+       "'parallel_tool_calls' must be true or false"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "functions": [{"name": "f"}]})", "'functions'"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema"}})",
        "needs a 'json_schema' object"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "foo"}}}})",
@@ -191,6 +249,7 @@ TEST(OpenAiRequest, BadOrUnsupportedFieldsAreRefusedByName) {
       {R"({"prompt": "x", "n_predict": -2})", "'n_predict' must be in"},
       {R"({"prompt": "x", "max_tokens": 18446744073709551615})", "'max_tokens' must be in"},
       {R"({"prompt": "x", "n": 0})", "'n' must be in"},
+      {R"({"prompt": "x", "tools": [{"type": "function", "function": {"name": "f"}}]})", "'tools' needs the chat endpoint"},
   };
   for (const auto& [body, want] : completion) {
     const std::string got = refusal(body, ApiKind::Completion);
@@ -332,6 +391,26 @@ TEST(OpenAiResponse, ShapesOfTheReference) {
   const std::span<const SampledLogprobs> none;
   EXPECT_TRUE(completion_chunk(ApiKind::Chat, h, "x", false, nullptr, none)["choices"][0]["logprobs"]["content"].empty());
   EXPECT_TRUE(completion_chunk(ApiKind::Chat, h, "x", false, nullptr)["choices"][0]["logprobs"].is_null());
+
+  // Tool calls: content null when the reply was only calls, finish_reason "tool_calls"; in a
+  // stream, one delta with the calls placed by index.
+  CompletionResult called = r;
+  called.text = "";
+  called.finish_reason = "tool_calls";
+  called.tool_calls = {{"f", "{\"a\":1}", "id1"}, {"g", "{}", "id2"}};
+  const json cm = completion_response(ApiKind::Chat, h, called)["choices"][0];
+  EXPECT_TRUE(cm["message"]["content"].is_null());
+  EXPECT_EQ(cm["finish_reason"], "tool_calls");
+  EXPECT_EQ(cm["message"]["tool_calls"], json::parse(R"([
+      {"id": "id1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}},
+      {"id": "id2", "type": "function", "function": {"name": "g", "arguments": "{}"}}])"));
+  called.text = "Let me see.";
+  EXPECT_EQ(completion_response(ApiKind::Chat, h, called)["choices"][0]["message"]["content"], "Let me see.");
+  const json tchunk = tool_calls_chunk(h, called.tool_calls);
+  EXPECT_EQ(tchunk["object"], "chat.completion.chunk");
+  EXPECT_TRUE(tchunk["choices"][0]["finish_reason"].is_null());
+  EXPECT_EQ(tchunk["choices"][0]["delta"]["tool_calls"][1],
+            json::parse(R"({"index": 1, "id": "id2", "type": "function", "function": {"name": "g", "arguments": "{}"}})"));
 
   EXPECT_EQ(sse_data(json{{"a", 1}}), "data: {\"a\":1}\n\n");
   // A model can emit bytes that are not UTF-8: they reach the client as U+FFFD, not as a throw.

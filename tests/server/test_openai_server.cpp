@@ -41,7 +41,7 @@ std::unique_ptr<Running> start(const std::string& model, server::ServeOptions o 
   r->model = runtime::Model::load(test::shared_path("models/" + model));
   o.port = 0;
   o.model_name = model;
-  o.ctx.n_ctx = 256;
+  if (o.ctx.n_ctx == 0) o.ctx.n_ctx = 256;
   o.ctx.n_threads = 1;
   o.ctx.kv_type = GgmlType::F32;
   if (!o.chat_template) o.chat_template = r->model->tokenizer().chat_template();
@@ -409,6 +409,114 @@ TEST(OpenAiServer, GrammarsConstrainTheReply) {
                 .get<std::string>()
                 .find("'grammar'"),
             std::string::npos);
+}
+
+TEST(OpenAiServer, ToolCalls) {
+  MINFER_REQUIRE_SHARED();
+  server::ServeOptions o;
+  o.ctx.n_ctx = 512;  // room for the tools in the system prompt
+  auto r = start("tiny-qwen3-q4_0.gguf", o);  // its template: Qwen3's, Hermes <tool_call> syntax
+  httplib::Client cli("127.0.0.1", r->port);
+  cli.set_read_timeout(300);  // a grammar over Qwen's 151k tokens takes seconds under the sanitizers
+  const json tools = json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]},
+        "days": {"type": "integer", "minimum": 1, "maximum": 7}}, "required": ["city", "days"]}}},
+    {"type": "function", "function": {"name": "now", "description": "The time"}}])");
+  const json body = {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}},
+                     {"tools", tools},
+                     {"tool_choice", "required"},
+                     {"max_tokens", 120},
+                     {"temperature", 0}};
+  // "required": the grammar makes the reply one call, which comes back as tool_calls.
+  json res = post(cli, "/v1/chat/completions", body);
+  const json choice = res["choices"][0];
+  ASSERT_EQ(choice["finish_reason"], "tool_calls") << res.dump();
+  EXPECT_TRUE(choice["message"]["content"].is_null());
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+  const json call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["id"].get<std::string>().size(), 32u);
+  const std::string name = call["function"]["name"];
+  const json args = json::parse(call["function"]["arguments"].get<std::string>());
+  if (name == "get_weather") {
+    EXPECT_TRUE(args["city"] == "Paris" || args["city"] == "Rome") << args;
+    EXPECT_TRUE(args["days"].is_number_integer() && args["days"] >= 1 && args["days"] <= 7) << args;
+  } else {
+    EXPECT_EQ(name, "now");
+    EXPECT_TRUE(args.is_object());
+  }
+
+  // Streamed: the role, one delta with the call, the finish, [DONE].
+  json streamed = body;
+  streamed["stream"] = true;
+  auto sres = cli.Post("/v1/chat/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(sres);
+  const auto events = sse_payloads(sres->body);
+  ASSERT_EQ(events.size(), 4u) << sres->body;
+  const json delta = json::parse(events[1])["choices"][0]["delta"]["tool_calls"];
+  ASSERT_EQ(delta.size(), 1u) << events[1];
+  EXPECT_EQ(delta[0]["index"], 0);
+  EXPECT_EQ(delta[0]["function"], call["function"]);
+  EXPECT_EQ(json::parse(events[2])["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(events[3], "[DONE]");
+
+  // A named function, several calls allowed: every call is to it.
+  json named = body;
+  named["tool_choice"] = {{"type", "function"}, {"function", {{"name", "now"}}}};
+  named["parallel_tool_calls"] = true;
+  res = post(cli, "/v1/chat/completions", named);
+  ASSERT_EQ(res["choices"][0]["finish_reason"], "tool_calls") << res.dump();
+  for (const json& c : res["choices"][0]["message"]["tool_calls"]) EXPECT_EQ(c["function"]["name"], "now");
+
+  // "auto": this random model writes no call; its text streams out whole all the same.
+  json free = body;
+  free["tool_choice"] = "auto";
+  free["max_tokens"] = 24;
+  res = post(cli, "/v1/chat/completions", free);
+  EXPECT_EQ(res["choices"][0]["finish_reason"], "length");
+  EXPECT_FALSE(res["choices"][0]["message"].contains("tool_calls"));
+  free["stream"] = true;
+  sres = cli.Post("/v1/chat/completions", free.dump(), "application/json");
+  ASSERT_TRUE(sres);
+  std::string text;
+  for (const std::string& p : sse_payloads(sres->body)) {
+    if (p == "[DONE]") continue;
+    const json d = json::parse(p)["choices"][0]["delta"];
+    if (d.contains("content")) text += d["content"].get<std::string>();
+  }
+  EXPECT_EQ(text, res["choices"][0]["message"]["content"]);
+
+  // A conversation with a call and its result, sent as OpenAI clients send it (arguments as
+  // JSON text, content null), renders as Hugging Face renders the golden case.
+  const json cases = read_json("golden/templates/CASES.json");
+  for (const json& c : cases) {
+    if (c["template_file"] != "templates/Qwen-Qwen3-0.6B.jinja" || c["case"] != "tools_call_and_result") continue;
+    json history = {{"messages", c["vars"]["messages"]}, {"tools", c["vars"]["tools"]}, {"max_tokens", 1}};
+    json& m = history["messages"][2];
+    m["content"] = nullptr;
+    m["tool_calls"][0]["id"] = "call_1";
+    m["tool_calls"][0]["function"]["arguments"] = R"({"location": "Paris, France", "unit": "celsius"})";
+    res = post(cli, "/v1/chat/completions", history);
+    EXPECT_EQ(res["usage"]["prompt_tokens"], post(cli, "/tokenize", {{"content", c["expected"]}})["tokens"].size());
+  }
+}
+
+TEST(OpenAiServer, ToolsNeedATemplateWithACallFormat) {
+  MINFER_REQUIRE_SHARED();
+  std::ifstream in(test::shared_path("templates/TinyLlama-TinyLlama-1.1B-Chat-v1.0.jinja"));
+  server::ServeOptions o;
+  o.chat_template = std::string(std::istreambuf_iterator<char>(in), {});
+  auto r = start("stories260K.gguf", o);
+  httplib::Client cli("127.0.0.1", r->port);
+  json body = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+               {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}},
+               {"max_tokens", 2}};
+  EXPECT_NE(post(cli, "/v1/chat/completions", body, 400)["error"]["message"].get<std::string>().find(
+                "no tool-call format"),
+            std::string::npos);
+  body["tool_choice"] = "none";
+  EXPECT_EQ(post(cli, "/v1/chat/completions", body)["choices"][0]["finish_reason"], "length");
 }
 
 TEST(OpenAiServer, BadRequestsGetOpenAiErrors) {
