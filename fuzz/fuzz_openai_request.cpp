@@ -1,12 +1,14 @@
 // libFuzzer entry point for `minfer serve`'s parsers of what comes in: any body, for either
 // endpoint, must either parse or throw minfer::Error (-> HTTP 400), and a parsed one must give
 // sampler parameters or an Error; the same bytes as a model's reply must split into text and
-// tool calls in every call format without a throw, each call's arguments a JSON object.
+// tool calls in every call format without a throw, each call's arguments a JSON object, and
+// into reasoning and answer with any partial split a prefix of the whole one.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include "chat/reasoning.h"
 #include "chat/tool_calls.h"
 #include "common/error.h"
 #include "server/openai_api.h"
@@ -28,6 +30,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (call.name.empty() || !nlohmann::ordered_json::parse(call.arguments).is_object()) std::abort();
     if (reply.calls.empty() && reply.content != body) std::abort();
     if (minfer::chat::tool_call_start(f, body) > body.size()) std::abort();
+  }
+  for (bool opened : {false, true}) {
+    const auto whole = minfer::chat::split_reasoning(body, opened);
+    const auto part = minfer::chat::split_reasoning(body.substr(0, size / 2), opened, true);
+    if (!whole.reasoning.starts_with(part.reasoning) || !whole.content.starts_with(part.content)) std::abort();
   }
   return 0;
 }

@@ -31,6 +31,12 @@ int run_serve(int argc, char** argv) {
                  "web pages that may read the responses: localhost (pages served from this machine), * (any), "
                  "none, or a comma-separated list of origins")
       ->capture_default_str();
+  std::string reasoning_format = "auto";
+  app.add_option("--reasoning-format", reasoning_format,
+                 "a chat reply's <think> block: auto or deepseek (as message.reasoning_content), none "
+                 "(left in the content)")
+      ->check(CLI::IsMember({"auto", "deepseek", "none"}))
+      ->capture_default_str();
   f.add_to(app);
   cli::parse(app, argc, argv);
   if (model_path.empty()) model_path = model_pos;
@@ -66,6 +72,7 @@ int run_serve(int argc, char** argv) {
   o.ignore_eos = f.ignore_eos;
   o.system = f.system;
   o.grammar = grammar_rules;
+  o.extract_reasoning = reasoning_format != "none";
   o.log = [&log](const std::string& line) { log.info("{}", line); };
 
   server::OpenAiServer srv(model, o);

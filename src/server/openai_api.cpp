@@ -323,6 +323,12 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) 
       r.template_kwargs = j["chat_template_kwargs"];
     }
     parse_tools(j, r);
+    if (present(j, "reasoning_format")) {
+      const json& f = j["reasoning_format"];
+      if (f == "none") r.extract_reasoning = false;
+      else if (f == "deepseek" || f == "auto") r.extract_reasoning = true;
+      else fail("'reasoning_format' must be \"none\", \"deepseek\" or \"auto\"");
+    }
   } else {
     parse_prompt(j, r);
   }
@@ -446,6 +452,7 @@ json completion_response(ApiKind kind, const ResponseHead& h, const CompletionRe
   json choice = {{"index", 0}};
   if (kind == ApiKind::Chat) {
     choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+    if (!r.reasoning.empty()) choice["message"]["reasoning_content"] = r.reasoning;
     if (!r.tool_calls.empty()) {
       if (r.text.empty()) choice["message"]["content"] = nullptr;
       choice["message"]["tool_calls"] = tool_calls_json(r.tool_calls);
@@ -463,13 +470,15 @@ json completion_response(ApiKind kind, const ResponseHead& h, const CompletionRe
 
 json completion_chunk(ApiKind kind, const ResponseHead& h, std::string_view text, bool first,
                       const std::string* finish_reason,
-                      std::optional<std::span<const SampledLogprobs>> logprobs) {
+                      std::optional<std::span<const SampledLogprobs>> logprobs,
+                      std::string_view reasoning) {
   json out = head_json(kind, h, true);
   json choice = {{"index", 0}};
   if (kind == ApiKind::Chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
-    if (!finish_reason) delta["content"] = std::string(text);
+    if (!reasoning.empty()) delta["reasoning_content"] = std::string(reasoning);
+    if (!finish_reason && (reasoning.empty() || !text.empty())) delta["content"] = std::string(text);
     choice["delta"] = std::move(delta);
   } else {
     choice["text"] = std::string(text);

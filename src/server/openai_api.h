@@ -16,6 +16,8 @@
 //   grammars:    [grammar] (GBNF), [json_schema], response_format {"type": "json_object"}
 //                (with or without a "schema") or {"type": "json_schema", "json_schema":
 //                {"schema": ...}}: a schema becomes llama.cpp's grammar for it
+//   reasoning:   [reasoning_format] "none" (thoughts stay in content), "deepseek" or "auto"
+//                (a <think> block becomes message.reasoning_content)
 //   tools:       tools (OpenAI's [{"type": "function", "function": {"name", "description",
 //                "parameters"}}]), tool_choice ("auto", "none", "required" or {"type":
 //                "function", "function": {"name"}}), parallel_tool_calls; assistant messages
@@ -50,6 +52,9 @@ struct CompletionRequest {
   nlohmann::ordered_json tools;
   enum class ToolChoice { Auto, None, Required } tool_choice = ToolChoice::Auto;
   bool parallel_tool_calls = false;  // llama-server's default: one call per reply
+  std::optional<bool> extract_reasoning;  // reasoning_format; absent: the server's
+  // Set by the server from the rendered prompt: it ends inside an open think block.
+  bool thinking_open = false;
   bool calls_tools() const { return !tools.is_null() && tool_choice != ToolChoice::None; }
   std::string prompt;                  // completion, as text
   std::vector<int32_t> prompt_tokens;  // completion, as token ids (then prompt is empty)
@@ -101,7 +106,8 @@ nlohmann::ordered_json logprobs_json(std::span<const SampledLogprobs> tokens);
 
 // What one generation produced, for the response objects.
 struct CompletionResult {
-  std::string text;            // chat with tool calls: the reply's text that is no call
+  std::string text;            // chat: the reply's text that is no reasoning and no call
+  std::string reasoning;       // chat: the think block's text, when taken out of the reply
   std::vector<chat::ToolCall> tool_calls;  // ids set
   std::string finish_reason;  // "stop", "length" or "tool_calls"
   int64_t prompt_tokens = 0;
@@ -128,9 +134,11 @@ nlohmann::ordered_json completion_response(ApiKind kind, const ResponseHead& h,
 // One streamed chunk: the first chat chunk carries the role, later ones text; the last one
 // (finish_reason set, text empty) closes the choice. `logprobs`: the entries of the tokens
 // sampled since the previous chunk (none: not asked, "logprobs": null).
+// `reasoning`: chat's reasoning_content that came with the text.
 nlohmann::ordered_json completion_chunk(ApiKind kind, const ResponseHead& h, std::string_view text,
                                         bool first, const std::string* finish_reason,
-                                        std::optional<std::span<const SampledLogprobs>> logprobs = {});
+                                        std::optional<std::span<const SampledLogprobs>> logprobs = {},
+                                        std::string_view reasoning = {});
 // A chat chunk whose delta holds the reply's tool calls, whole (index, id, type, function
 // {name, arguments}).
 nlohmann::ordered_json tool_calls_chunk(const ResponseHead& h, std::span<const chat::ToolCall> calls);

@@ -18,6 +18,7 @@
 #include "runtime/prompt.h"
 #include "runtime/token_grammar.h"
 #include "server/http_common.h"
+#include "server/reply_shaper.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::server {
@@ -95,7 +96,7 @@ void OpenAiServer::stop() {
 
 std::string OpenAiServer::url() const { return http_url(opts_.host, port_); }
 
-std::vector<int32_t> OpenAiServer::prompt_tokens(const CompletionRequest& r) const {
+std::vector<int32_t> OpenAiServer::prompt_tokens(const CompletionRequest& r, std::string* rendered) const {
   std::vector<int32_t> tokens;
   if (r.kind == ApiKind::Chat) {
     if (!opts_.chat_template)
@@ -105,7 +106,9 @@ std::vector<int32_t> OpenAiServer::prompt_tokens(const CompletionRequest& r) con
       fail("'tools': the model's chat template has no tool-call format minfer knows (Hermes "
            "<tool_call>, Llama 3's JSON, Mistral's [TOOL_CALLS]); start the server with a "
            "--chat-template-file that has one, or send tool_choice \"none\"");
-    tokens = runtime::tokenize_prompt(model_, render_chat(r));
+    const std::string text = render_chat(r);
+    tokens = runtime::tokenize_prompt(model_, text);
+    if (rendered) *rendered = text;
   } else if (!r.prompt_tokens.empty()) {
     tokens = r.prompt_tokens;
     for (int32_t t : tokens)
@@ -144,7 +147,9 @@ std::shared_ptr<const grammar::Grammar> OpenAiServer::tool_call_grammar(const Co
 }
 
 std::vector<int32_t> OpenAiServer::prepare(CompletionRequest& r) const {
-  std::vector<int32_t> tokens = prompt_tokens(r);
+  std::string rendered;
+  std::vector<int32_t> tokens = prompt_tokens(r, &rendered);
+  r.thinking_open = chat::prompt_opens_thinking(rendered);
   if (r.calls_tools() && r.tool_choice == CompletionRequest::ToolChoice::Required)
     r.grammar = tool_call_grammar(r);
   return tokens;
@@ -197,23 +202,23 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
     };
   }
   size_t sent = 0;  // log-probability entries already passed to on_text
-  auto release = [&](std::string_view s) {
-    if (on_text && !on_text(s, std::span(out.logprobs).subspan(sent))) cancel_ = true;
+  auto release = [&](std::string_view text, std::string_view reasoning) {
+    if (on_text && !on_text(text, reasoning, std::span(out.logprobs).subspan(sent))) cancel_ = true;
     sent = out.logprobs.size();
   };
   if (calls) go.keep_special = tool_markers_;
-  size_t released = 0;  // with tools: bytes of the reply passed to on_text
-  std::string reply;
+  // A chat reply's reasoning and tool calls come apart from its text; other text goes out as is.
+  const bool reasoning = r.kind == ApiKind::Chat && r.extract_reasoning.value_or(opts_.extract_reasoning);
+  std::optional<ReplyShaper> shaper;
+  if (reasoning || calls)
+    shaper.emplace(reasoning, r.thinking_open, calls ? tool_format_ : chat::ToolCallFormat::None);
   runtime::GenerateResult g;
   try {
     g = runtime::generate(*ctx_, tok, sampler, std::span(prompt).subspan(common), go,
                           [&](std::string_view s) {
-                            if (!calls) return release(s);
-                            reply += s;
-                            const size_t upto = chat::tool_call_start(tool_format_, reply);
-                            if (upto <= released) return;
-                            release(std::string_view(reply).substr(released, upto - released));
-                            released = upto;
+                            if (!shaper) return release(s, {});
+                            const ReplyShaper::Delta d = shaper->push(s);
+                            if (!d.empty()) release(d.text, d.reasoning);
                           });
   } catch (...) {
     // Whatever the context holds now is unknown: start the next request afresh.
@@ -226,19 +231,16 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
 
   out.text = std::move(g.text);
   out.finish_reason = finish_reason(g.reason);
-  if (calls) {
-    chat::ParsedReply parsed = chat::parse_tool_calls(tool_format_, out.text);
-    std::string_view rest = std::string_view(out.text).substr(released);  // what on_text has not had
-    if (!parsed.calls.empty()) {
-      for (chat::ToolCall& c : parsed.calls) c.id = tool_call_id(tool_format_, c.id);
-      out.tool_calls = std::move(parsed.calls);
-      out.text = std::move(parsed.content);
+  if (shaper) {
+    ReplyShaper::Final f = shaper->finish();
+    out.text = std::move(f.parts.content);
+    out.reasoning = std::move(f.parts.reasoning);
+    if (!f.calls.empty()) {
+      for (chat::ToolCall& c : f.calls) c.id = tool_call_id(tool_format_, c.id);
+      out.tool_calls = std::move(f.calls);
       out.finish_reason = "tool_calls";
-      // The text streamed before the calls may have had the spaces the content lost.
-      const std::string_view streamed = std::string_view(reply).substr(0, released);
-      rest = out.text.starts_with(streamed) ? std::string_view(out.text).substr(released) : std::string_view();
     }
-    if (!rest.empty()) release(rest);
+    if (!f.rest.empty()) release(f.rest.text, f.rest.reasoning);
   }
   out.prompt_tokens = int64_t(prompt.size());
   out.cached_tokens = int64_t(common);
@@ -337,9 +339,11 @@ void OpenAiServer::setup_routes() {
             try {
               size_t sent = 0;  // log-probability entries sent
               const CompletionResult out =
-                  complete(*r, *prompt, [&](std::string_view text, std::span<const SampledLogprobs> lp) {
+                  complete(*r, *prompt, [&](std::string_view text, std::string_view reasoning,
+                                            std::span<const SampledLogprobs> lp) {
                     sent += lp.size();
-                    return send(completion_chunk(r->kind, head, text, false, nullptr, r->logprobs ? std::optional(lp) : std::nullopt));
+                    return send(completion_chunk(r->kind, head, text, false, nullptr,
+                                                 r->logprobs ? std::optional(lp) : std::nullopt, reasoning));
                   });
               if (!out.tool_calls.empty()) send(tool_calls_chunk(head, out.tool_calls));
               const std::span<const SampledLogprobs> rest = std::span(out.logprobs).subspan(sent);

@@ -57,6 +57,9 @@ struct ServeOptions {
   bool ignore_eos = false;            // for every request (a request can also ask for it)
   std::string system;                 // a system message for chats that bring none
   std::shared_ptr<const grammar::Grammar> grammar;  // for requests that bring no grammar or JSON format
+  // --reasoning-format: a chat reply's <think> block as message.reasoning_content (llama-server's
+  // default "auto"), or left in the content ("none"); a request's reasoning_format overrides it.
+  bool extract_reasoning = true;
   size_t max_body = 8u << 20;
   std::function<void(const std::string&)> log;  // one line per request (stderr in the CLI)
 };
@@ -77,16 +80,21 @@ class OpenAiServer {
   // tokenizer (BOS as the model asks). Error (400) when it is empty, when it or the logit bias
   // names a token outside the vocabulary, when it leaves no room in the context for one
   // generated token, or when it brings tools the template has no call format for.
-  std::vector<int32_t> prompt_tokens(const CompletionRequest& r) const;
+  // `rendered`: the chat prompt's text, when wanted.
+  std::vector<int32_t> prompt_tokens(const CompletionRequest& r, std::string* rendered = nullptr) const;
   // Readies a checked request for complete(): tool_choice "required" (or a named function) gets
-  // the grammar that makes the reply calls. Error (400) as prompt_tokens; returns the prompt.
+  // the grammar that makes the reply calls, and thinking_open is found from the prompt. Error
+  // (400) as prompt_tokens; returns the prompt.
   std::vector<int32_t> prepare(CompletionRequest& r) const;
   // Generates for `r` with the context (waiting for the one in progress); on_text gets the text
   // as it comes, with the log-probabilities of the tokens sampled since its previous call (when
-  // asked), and returns false to stop (a client that went away). With tools, text from where a
+  // asked), and returns false to stop (a client that went away). A chat reply's reasoning comes
+  // apart from its text (with the pieces of a marker held back); with tools, text from where a
   // call may begin waits for the end of the reply; the calls found are in the result, and
   // on_text gets only the reply's text that is no call.
-  using TextSink = std::function<bool(std::string_view, std::span<const SampledLogprobs>)>;
+  // `reasoning`: the think block's text, when the reply's reasoning is taken out of it.
+  using TextSink = std::function<bool(std::string_view text, std::string_view reasoning,
+                                      std::span<const SampledLogprobs>)>;
   CompletionResult complete(const CompletionRequest& r, const std::vector<int32_t>& prompt,
                             const TextSink& on_text);
 

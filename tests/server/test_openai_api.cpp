@@ -138,6 +138,14 @@ TEST(OpenAiRequest, ToolsAndCallsInTheHistory) {
   EXPECT_TRUE(r.grammar);
   EXPECT_FALSE(parse_completion_request(R"({"tools": [], "messages": [{"role": "user", "content": "x"}]})", ApiKind::Chat)
                    .calls_tools());
+
+  // reasoning_format: absent leaves the server's choice.
+  const char* chat = R"({"messages": [{"role": "user", "content": "x"}]})";
+  EXPECT_FALSE(parse_completion_request(chat, ApiKind::Chat).extract_reasoning.has_value());
+  EXPECT_EQ(parse_completion_request(R"({"messages": [{"role": "user", "content": "x"}], "reasoning_format": "none"})",
+                                     ApiKind::Chat).extract_reasoning, false);
+  EXPECT_EQ(parse_completion_request(R"({"messages": [{"role": "user", "content": "x"}], "reasoning_format": "auto"})",
+                                     ApiKind::Chat).extract_reasoning, true);
 }
 
 TEST(OpenAiRequest, CompletionPromptForms) {
@@ -203,6 +211,7 @@ TEST(OpenAiRequest, BadOrUnsupportedFieldsAreRefusedByName) {
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}], "parallel_tool_calls": 1})",
        "'parallel_tool_calls' must be true or false"},
       {R"({"messages": [{"role": "user", "content": "x"}], "functions": [{"name": "f"}]})", "'functions'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "reasoning_format": "raw"})", "'reasoning_format' must be"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema"}})",
        "needs a 'json_schema' object"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "foo"}}}})",
@@ -406,6 +415,16 @@ TEST(OpenAiResponse, ShapesOfTheReference) {
       {"id": "id2", "type": "function", "function": {"name": "g", "arguments": "{}"}}])"));
   called.text = "Let me see.";
   EXPECT_EQ(completion_response(ApiKind::Chat, h, called)["choices"][0]["message"]["content"], "Let me see.");
+  // Reasoning: message.reasoning_content beside the content; a chunk of reasoning alone has no
+  // content field.
+  CompletionResult thought = r;
+  thought.reasoning = "Hmm.";
+  EXPECT_EQ(completion_response(ApiKind::Chat, h, thought)["choices"][0]["message"],
+            (json{{"role", "assistant"}, {"content", "Hi!"}, {"reasoning_content", "Hmm."}}));
+  EXPECT_EQ(completion_chunk(ApiKind::Chat, h, "", false, nullptr, {}, "Hm")["choices"][0]["delta"],
+            (json{{"reasoning_content", "Hm"}}));
+  EXPECT_EQ(completion_chunk(ApiKind::Chat, h, "A", false, nullptr, {}, "Hm")["choices"][0]["delta"],
+            (json{{"reasoning_content", "Hm"}, {"content", "A"}}));
   const json tchunk = tool_calls_chunk(h, called.tool_calls);
   EXPECT_EQ(tchunk["object"], "chat.completion.chunk");
   EXPECT_TRUE(tchunk["choices"][0]["finish_reason"].is_null());

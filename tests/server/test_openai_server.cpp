@@ -502,6 +502,63 @@ TEST(OpenAiServer, ToolCalls) {
   }
 }
 
+TEST(OpenAiServer, ReasoningComesApartFromTheAnswer) {
+  MINFER_REQUIRE_SHARED();
+  auto r = start("tiny-qwen3-q4_0.gguf");
+  httplib::Client cli("127.0.0.1", r->port);
+  // A grammar makes this random model write a think block and an answer.
+  json body = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+               {"grammar", R"(root ::= "<think>
+I should greet.
+</think>
+
+Hello there")"},
+               {"max_tokens", 60},
+               {"temperature", 0}};
+  json res = post(cli, "/v1/chat/completions", body);
+  EXPECT_EQ(res["choices"][0]["message"]["reasoning_content"], "I should greet.");
+  EXPECT_EQ(res["choices"][0]["message"]["content"], "Hello there");
+  EXPECT_EQ(res["choices"][0]["finish_reason"], "stop");
+  // Streamed: reasoning_content deltas first, then content deltas; they add up to the same.
+  body["stream"] = true;
+  auto sres = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(sres);
+  std::string reasoning, content;
+  for (const std::string& p : sse_payloads(sres->body)) {
+    if (p == "[DONE]") continue;
+    const json d = json::parse(p)["choices"][0]["delta"];
+    if (d.contains("reasoning_content")) {
+      EXPECT_TRUE(content.empty()) << "reasoning after the answer began";
+      reasoning += d["reasoning_content"].get<std::string>();
+    }
+    if (d.contains("content")) content += d["content"].get<std::string>();
+  }
+  EXPECT_EQ(reasoning, "I should greet.");
+  EXPECT_EQ(content, "Hello there");
+  // reasoning_format "none" (llama-server's): the block stays in the content.
+  body["stream"] = false;
+  body["reasoning_format"] = "none";
+  res = post(cli, "/v1/chat/completions", body);
+  EXPECT_EQ(res["choices"][0]["message"]["content"], "<think>\nI should greet.\n</think>\n\nHello there");
+  EXPECT_FALSE(res["choices"][0]["message"].contains("reasoning_content"));
+
+  // A template whose prompt opens the block (DeepSeek R1's ends with "<think>\n"): the reply
+  // starts inside it.
+  std::ifstream in(test::shared_path("templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"));
+  server::ServeOptions o;
+  o.chat_template = std::string(std::istreambuf_iterator<char>(in), {});
+  auto r1 = start("tiny-qwen3-q4_0.gguf", o);
+  httplib::Client cli1("127.0.0.1", r1->port);
+  body.erase("reasoning_format");
+  body["grammar"] = R"(root ::= "Thinking.
+</think>
+
+Done")";
+  res = post(cli1, "/v1/chat/completions", body);
+  EXPECT_EQ(res["choices"][0]["message"]["reasoning_content"], "Thinking.");
+  EXPECT_EQ(res["choices"][0]["message"]["content"], "Done");
+}
+
 TEST(OpenAiServer, ToolsNeedATemplateWithACallFormat) {
   MINFER_REQUIRE_SHARED();
   std::ifstream in(test::shared_path("templates/TinyLlama-TinyLlama-1.1B-Chat-v1.0.jinja"));
