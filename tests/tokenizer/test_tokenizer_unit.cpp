@@ -89,6 +89,19 @@ TEST(StreamDecoder, FlushReturnsAnIncompleteTail) {
   EXPECT_EQ(sd.push(0x82), "\x82");
 }
 
+TEST(StreamDecoder, KeepsTheTextOfTheControlTokensAskedFor) {
+  // A tool call's marker is a control token in Llama 3's vocabulary: the reply keeps it only
+  // when asked, the other control tokens stay silent.
+  auto tok = Tokenizer::byte_level({"<|python_tag|>", "<|eot_id|>"});
+  const int32_t tag = *tok->find_token("<|python_tag|>"), eot = *tok->find_token("<|eot_id|>");
+  minfer::tok::StreamDecoder plain(*tok, false);
+  EXPECT_EQ(plain.push(tag), "");
+  minfer::tok::StreamDecoder keeping(*tok, false, {tag});
+  EXPECT_EQ(keeping.push(tag), "<|python_tag|>");
+  EXPECT_EQ(keeping.push(eot), "");
+  EXPECT_EQ(keeping.push('{'), "{");
+}
+
 TEST(TextMap, DuplicatesMapToTheLastIdAndChainDown) {
   auto name = [](int i) {
     std::string s = "t";
