@@ -1605,6 +1605,7 @@ inline void ak_gemv(const uint8_t* grp, int64_t nsb, const PackedAct& x, float* 
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* o = grp + size_t(b) * P::kBlock;
     if (prefetch)
+      MINFER_ROLLED_LOOP
       for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kPackedPrefetch + l), _MM_HINT_T2);
     const uint8_t* par = o + P::kPar;
     const uint8_t* xq0 = reinterpret_cast<const uint8_t*>(xrow[b].qs);

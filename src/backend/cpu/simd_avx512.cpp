@@ -1407,6 +1407,7 @@ inline void kp_gemv(const uint8_t* grp, int64_t nsb, const uint8_t* x, const Q8K
   for (int64_t b = 0; b < nsb; ++b) {
     const uint8_t* o = grp + size_t(b) * P::kBlock;
     if (prefetch)
+      MINFER_ROLLED_LOOP
       for (size_t l = 0; l < P::kBlock; l += 64) _mm_prefetch((const char*)(o + kPackedPrefetch + l), _MM_HINT_T2);
     const uint8_t* xb = x + b * kQ8KBytes;
     const uint8_t* xq = xb + 4;
