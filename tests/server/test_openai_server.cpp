@@ -9,15 +9,18 @@
 #include <vector>
 #include <httplib.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <unistd.h>
 
 #include "common/test_data.h"
 #include "runtime/model.h"
 #include "server/openai_server.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/gen_model.h"
 
 using namespace minfer;
 using json = nlohmann::ordered_json;
@@ -35,10 +38,10 @@ struct Running {
   }
 };
 
-// KV cache F32, as the golden files were made.
+// KV cache F32, as the golden files were made. `model`: a file of ../shared/models, or a path.
 std::unique_ptr<Running> start(const std::string& model, server::ServeOptions o = {}) {
   auto r = std::make_unique<Running>();
-  r->model = runtime::Model::load(test::shared_path("models/" + model));
+  r->model = runtime::Model::load(model.find('/') == std::string::npos ? test::shared_path("models/" + model) : model);
   o.port = 0;
   o.model_name = model;
   if (o.ctx.n_ctx == 0) o.ctx.n_ctx = 256;
@@ -557,6 +560,58 @@ Done")";
   res = post(cli1, "/v1/chat/completions", body);
   EXPECT_EQ(res["choices"][0]["message"]["reasoning_content"], "Thinking.");
   EXPECT_EQ(res["choices"][0]["message"]["content"], "Done");
+}
+
+// Llama 3's syntax end to end: a model with Llama 3's vocabulary and its 3.1 template (generated
+// here; its weights are random), a required call under the grammar of Llama 3's JSON.
+TEST(OpenAiServer, Llama3ToolCalls) {
+  MINFER_REQUIRE_SHARED();
+  const auto dir = std::filesystem::temp_directory_path() / ("minfer-llama3-tools-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  struct Cleanup {
+    std::filesystem::path d;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  } cleanup{dir};
+  tools::GenModelOptions g;
+  g.preset = "tiny-llama";
+  g.n_layer = 1;
+  g.tokenizer = test::shared_path("tokenizers/llama3/tokenizer.json");
+  g.chat_template_file = test::shared_path("templates/meta-llama-Llama-3.1-8B-Instruct.jinja");
+  const std::string path = (dir / "llama3.gguf").string();
+  tools::generate_model(g, path);
+  server::ServeOptions o;
+  o.ctx.n_ctx = 1024;
+  auto r = start(path, o);
+  httplib::Client cli("127.0.0.1", r->port);
+  cli.set_read_timeout(300);
+  const json body = {{"messages", {{{"role", "user"}, {"content", "Weather in Rome?"}}}},
+                     {"tools", json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+                        "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]}},
+                        "required": ["city"]}}}])")},
+                     {"tool_choice", "required"},
+                     {"max_tokens", 60},
+                     {"temperature", 0}};
+  const json res = post(cli, "/v1/chat/completions", body);
+  const json choice = res["choices"][0];
+  ASSERT_EQ(choice["finish_reason"], "tool_calls") << res.dump();
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+  const json args = json::parse(choice["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_TRUE(args["city"] == "Paris" || args["city"] == "Rome") << args;
+  EXPECT_TRUE(choice["message"]["content"].is_null());
+
+  // The next turn: the call (arguments as JSON text) and its result go back through the 3.1
+  // template, which writes the arguments with tojson: the server hands it an object.
+  json next = body;
+  next.erase("tool_choice");
+  next["max_tokens"] = 1;
+  next["messages"].push_back(choice["message"]);
+  next["messages"].push_back({{"role", "tool"}, {"tool_call_id", choice["message"]["tool_calls"][0]["id"]}, {"content", "sunny"}});
+  const json turn = post(cli, "/v1/chat/completions", next);
+  EXPECT_GT(turn["usage"]["prompt_tokens"].get<int>(), res["usage"]["prompt_tokens"].get<int>());
 }
 
 TEST(OpenAiServer, ToolsNeedATemplateWithACallFormat) {
