@@ -7,30 +7,30 @@
 using namespace minfer::chat;
 
 TEST(Reasoning, SplitsTheThinkBlockFromTheAnswer) {
-  ReasonedReply r = split_reasoning("<think>\nLet me see.\n</think>\n\nParis.", false);
-  EXPECT_EQ(r.reasoning, "Let me see.");
-  EXPECT_EQ(r.content, "Paris.");
-  r = split_reasoning("  \n<think>a</think>b", false);
-  EXPECT_EQ(r.reasoning, "a");
-  EXPECT_EQ(r.content, "b");
-  // No block: all answer, as written.
-  r = split_reasoning(" Paris. <think>x</think>", false);
-  EXPECT_EQ(r.reasoning, "");
-  EXPECT_EQ(r.content, " Paris. <think>x</think>");
-  // The prompt opened the block (DeepSeek R1, QwQ): the reply starts inside it.
-  r = split_reasoning("Hmm.\n</think>\n\nParis.", true);
-  EXPECT_EQ(r.reasoning, "Hmm.");
-  EXPECT_EQ(r.content, "Paris.");
-  // A block that never closes (cut off by max_tokens) is all reasoning.
-  r = split_reasoning("<think>\nStill going", false);
-  EXPECT_EQ(r.reasoning, "Still going");
-  EXPECT_EQ(r.content, "");
-  r = split_reasoning("Still going", true);
-  EXPECT_EQ(r.reasoning, "Still going");
-  // An empty block (Qwen3 with enable_thinking false writes one in the prompt, but a model may too).
-  r = split_reasoning("<think>\n\n</think>\n\nHi", false);
-  EXPECT_EQ(r.reasoning, "");
-  EXPECT_EQ(r.content, "Hi");
+  struct Case {
+    const char* reply;
+    bool opened;  // the prompt opened the block
+    const char* reasoning;
+    const char* content;
+  };
+  const Case cases[] = {
+      {"<think>\nLet me see.\n</think>\n\nParis.", false, "Let me see.", "Paris."},
+      {"  \n<think>a</think>b", false, "a", "b"},
+      // No block: all answer, as written.
+      {" Paris. <think>x</think>", false, "", " Paris. <think>x</think>"},
+      // The prompt opened the block (DeepSeek R1, QwQ): the reply starts inside it.
+      {"Hmm.\n</think>\n\nParis.", true, "Hmm.", "Paris."},
+      // A block that never closes (cut off by max_tokens) is all reasoning.
+      {"<think>\nStill going", false, "Still going", ""},
+      {"Still going", true, "Still going", ""},
+      // An empty block (Qwen3 with enable_thinking false writes one in the prompt; a model may too).
+      {"<think>\n\n</think>\n\nHi", false, "", "Hi"},
+  };
+  for (const Case& c : cases) {
+    const ReasonedReply r = split_reasoning(c.reply, c.opened);
+    EXPECT_EQ(r.reasoning, c.reasoning) << c.reply;
+    EXPECT_EQ(r.content, c.content) << c.reply;
+  }
 
   EXPECT_TRUE(prompt_opens_thinking("<|im_start|>assistant\n<think>\n"));
   EXPECT_TRUE(prompt_opens_thinking("<｜Assistant｜><think>"));

@@ -33,6 +33,15 @@ const char* kMistralLike =
     "{\"name\": \"{{ c.function.name }}\", \"arguments\": {{ c.function.arguments | tojson }}, "
     "\"id\": \"{{ c.id }}\"}{%- endfor %}]{%- else %}{{ m.content }}{%- endif %}{%- endfor %}";
 
+// Replies that are not well formed calls: each stays whole as text.
+void expect_text_only(ToolCallFormat f, std::initializer_list<const char*> replies) {
+  for (const char* reply : replies) {
+    const ParsedReply p = parse_tool_calls(f, reply);
+    EXPECT_TRUE(p.calls.empty()) << reply;
+    EXPECT_EQ(p.content, reply);
+  }
+}
+
 }  // namespace
 
 TEST(ToolCalls, FormatOfEachTemplate) {
@@ -96,11 +105,8 @@ TEST(ToolCalls, WireMessagesRenderAsHuggingFaceDoes) {
 
 TEST(ToolCalls, ParsesHermesReplies) {
   const auto f = ToolCallFormat::Hermes;
-  ParsedReply p = parse_tool_calls(f, "Just text, no <b>call</b>.");
-  EXPECT_TRUE(p.calls.empty());
-  EXPECT_EQ(p.content, "Just text, no <b>call</b>.");
-
-  p = parse_tool_calls(f, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
+  expect_text_only(f, {"Just text, no <b>call</b>."});
+  ParsedReply p = parse_tool_calls(f, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
   ASSERT_EQ(p.calls.size(), 1u);
   EXPECT_EQ(p.calls[0].name, "get_weather");
   EXPECT_EQ(json::parse(p.calls[0].arguments), json({{"city", "Paris"}}));
@@ -123,15 +129,10 @@ TEST(ToolCalls, ParsesHermesReplies) {
   ASSERT_EQ(p.calls.size(), 1u);
   EXPECT_EQ(json::parse(p.calls[0].arguments), json({{"s", "}"}}));
 
-  // Not well formed: the reply stays text.
-  for (const char* bad : {"<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}\n</tool_call>",
-                          "<tool_call>\n{\"arguments\": {}}\n</tool_call>",
-                          "<tool_call>\n{\"name\": \"a\", \"arguments\": [1]}\n</tool_call>",
-                          "<tool_call>\n{\"name\": \"a\"} trailing\n</tool_call>", "<tool_call>"}) {
-    p = parse_tool_calls(f, bad);
-    EXPECT_TRUE(p.calls.empty()) << bad;
-    EXPECT_EQ(p.content, bad);
-  }
+  expect_text_only(f, {"<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}\n</tool_call>",
+                       "<tool_call>\n{\"arguments\": {}}\n</tool_call>",
+                       "<tool_call>\n{\"name\": \"a\", \"arguments\": [1]}\n</tool_call>",
+                       "<tool_call>\n{\"name\": \"a\"} trailing\n</tool_call>", "<tool_call>"});
 }
 
 TEST(ToolCalls, ParsesLlama3AndMistralReplies) {
@@ -145,12 +146,8 @@ TEST(ToolCalls, ParsesLlama3AndMistralReplies) {
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[1].name, "g");
   EXPECT_EQ(json::parse(p.calls[1].arguments), json({{"n", 2}}));
-  for (const char* text : {"Hello {\"name\": \"f\", \"parameters\": {}}", "{\"value\": 3}", "{\"name\": \"f\", ",
-                           "<|python_tag|>brave_search.call(query=\"x\")"}) {
-    p = parse_tool_calls(f, text);
-    EXPECT_TRUE(p.calls.empty()) << text;
-    EXPECT_EQ(p.content, text);
-  }
+  expect_text_only(f, {"Hello {\"name\": \"f\", \"parameters\": {}}", "{\"value\": 3}", "{\"name\": \"f\", ",
+                       "<|python_tag|>brave_search.call(query=\"x\")"});
 
   f = ToolCallFormat::MistralNemo;
   p = parse_tool_calls(f, "Sure. [TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": true}, \"id\": \"abcDEF123\"}, "
@@ -160,27 +157,31 @@ TEST(ToolCalls, ParsesLlama3AndMistralReplies) {
   EXPECT_EQ(p.calls[0].id, "abcDEF123");
   EXPECT_EQ(json::parse(p.calls[0].arguments), json({{"a", true}}));
   EXPECT_EQ(p.calls[1].id, "");
-  for (const char* text : {"[TOOL_CALLS][]", "[TOOL_CALLS]{\"name\": \"f\"}", "[TOOL_CALLS][{\"name\": \"f\"}] and more"}) {
-    p = parse_tool_calls(f, text);
-    EXPECT_TRUE(p.calls.empty()) << text;
-    EXPECT_EQ(p.content, text);
-  }
+  expect_text_only(f, {"[TOOL_CALLS][]", "[TOOL_CALLS]{\"name\": \"f\"}", "[TOOL_CALLS][{\"name\": \"f\"}] and more"});
 }
 
 TEST(ToolCalls, StreamingHoldsBackWhereACallMayBegin) {
-  EXPECT_EQ(tool_call_start(ToolCallFormat::Hermes, "Hello <b>"), 9u);
-  EXPECT_EQ(tool_call_start(ToolCallFormat::Hermes, "Hello <tool"), 6u);
-  EXPECT_EQ(tool_call_start(ToolCallFormat::Hermes, "Hello <tool_call>\n{\"na"), 6u);
-  EXPECT_EQ(tool_call_start(ToolCallFormat::Hermes, "a <"), 2u);
-  EXPECT_EQ(tool_call_start(ToolCallFormat::MistralNemo, "ok [TOOL"), 3u);
-  EXPECT_EQ(tool_call_start(ToolCallFormat::MistralNemo, "ok [1]"), 6u);
-  // Llama 3: a call is the whole reply, so nothing goes out until its first character decides.
-  EXPECT_EQ(tool_call_start(ToolCallFormat::Llama3Json, ""), 0u);
-  EXPECT_EQ(tool_call_start(ToolCallFormat::Llama3Json, " \n"), 0u);
-  EXPECT_EQ(tool_call_start(ToolCallFormat::Llama3Json, " {\"name"), 0u);
-  EXPECT_EQ(tool_call_start(ToolCallFormat::Llama3Json, "<|python"), 0u);
-  EXPECT_EQ(tool_call_start(ToolCallFormat::Llama3Json, "Hi {"), 4u);
-  EXPECT_EQ(tool_call_start(ToolCallFormat::None, "<tool_call>"), 11u);
+  struct Case {
+    ToolCallFormat f;
+    const char* reply;
+    size_t start;
+  };
+  const Case cases[] = {
+      {ToolCallFormat::Hermes, "Hello <b>", 9},
+      {ToolCallFormat::Hermes, "Hello <tool", 6},
+      {ToolCallFormat::Hermes, "Hello <tool_call>\n{\"na", 6},
+      {ToolCallFormat::Hermes, "a <", 2},
+      {ToolCallFormat::MistralNemo, "ok [TOOL", 3},
+      {ToolCallFormat::MistralNemo, "ok [1]", 6},
+      // Llama 3: a call is the whole reply, so nothing goes out until its first character decides.
+      {ToolCallFormat::Llama3Json, "", 0},
+      {ToolCallFormat::Llama3Json, " \n", 0},
+      {ToolCallFormat::Llama3Json, " {\"name", 0},
+      {ToolCallFormat::Llama3Json, "<|python", 0},
+      {ToolCallFormat::Llama3Json, "Hi {", 4},
+      {ToolCallFormat::None, "<tool_call>", 11},
+  };
+  for (const Case& c : cases) EXPECT_EQ(tool_call_start(c.f, c.reply), c.start) << c.reply;
 }
 
 namespace {
