@@ -15,7 +15,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
-  for (auto kind : {minfer::server::ApiKind::Chat, minfer::server::ApiKind::Completion}) {
+  using minfer::server::ApiKind;
+  for (auto kind : {ApiKind::Chat, ApiKind::Completion, ApiKind::Native, ApiKind::Infill}) {
     try {
       const auto r = minfer::server::parse_completion_request(body, kind);
       (void)minfer::server::sampler_params(r, {}, 0);

@@ -90,6 +90,7 @@ GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sample
     emit(std::move(r.text));
     if (r.stopped) {
       res.reason = StopReason::StopString;
+      res.stop_string = std::move(r.stop);
       break;
     }
     if (opts.n_predict >= 0 && i + 1 >= opts.n_predict) break;
@@ -105,8 +106,12 @@ GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sample
   if (res.reason != StopReason::StopString) {
     auto r = stops.push(dec.flush());
     emit(std::move(r.text));
-    if (r.stopped) res.reason = StopReason::StopString;
-    else emit(stops.flush());
+    if (r.stopped) {
+      res.reason = StopReason::StopString;
+      res.stop_string = std::move(r.stop);
+    } else {
+      emit(stops.flush());
+    }
   }
   res.t_gen_ms = ms_since(t0);
   return res;

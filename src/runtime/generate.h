@@ -49,6 +49,7 @@ struct GenerateResult {
   std::vector<int32_t> tokens;      // every sampled token, the final one (EOG, ...) included
   int64_t n_tokens_in_kv = 0;       // how many of `tokens` were decoded into the context
   StopReason reason = StopReason::Length;
+  std::string stop_string;          // the one that matched, when reason is StopString
   int64_t n_prompt = 0;
   double t_prompt_ms = 0;           // prefill
   double t_gen_ms = 0;              // sampling + decoding of generated tokens

@@ -13,6 +13,11 @@ using json = nlohmann::ordered_json;
 
 bool present(const json& j, const char* key) { return j.contains(key) && !j[key].is_null(); }
 
+// Present and not an empty list (clients send "tools": [] for none).
+bool given_list(const json& j, const char* key) {
+  return present(j, key) && !(j[key].is_array() && j[key].empty());
+}
+
 std::optional<float> number_field(const json& j, const char* key) {
   if (!present(j, key)) return std::nullopt;
   const json& v = j[key];
@@ -235,7 +240,7 @@ void parse_grammar(const json& body, CompletionRequest& r) {
 // tool_choice and parallel_tool_calls.
 void parse_tools(const json& body, CompletionRequest& r) {
   using Choice = CompletionRequest::ToolChoice;
-  const bool has_tools = present(body, "tools") && !(body["tools"].is_array() && body["tools"].empty());
+  const bool has_tools = given_list(body, "tools");
   if (has_tools) {
     const json& tools = body["tools"];
     if (!tools.is_array()) fail("'tools' must be an array of {{\"type\": \"function\", \"function\": {{...}}}}");
@@ -280,14 +285,47 @@ void parse_tools(const json& body, CompletionRequest& r) {
   }
 }
 
+// llama-server's /infill: input_prefix, input_suffix, input_extra [{"filename", "text"}] and an
+// optional prompt (text after the prefix).
+void parse_infill(const json& body, CompletionRequest& r) {
+  InfillInput in;
+  auto text = [&](const char* key, std::string& to) {
+    if (!present(body, key)) return;
+    if (!body[key].is_string()) fail("'{}' must be a string", key);
+    to = body[key].get<std::string>();
+  };
+  text("input_prefix", in.prefix);
+  text("input_suffix", in.suffix);
+  text("prompt", in.prompt);
+  if (present(body, "input_extra")) {
+    const json& extra = body["input_extra"];
+    if (!extra.is_array()) fail("'input_extra' must be an array of {{\"filename\", \"text\"}}");
+    for (size_t i = 0; i < extra.size(); ++i) {
+      const json& c = extra[i];
+      if (!c.is_object() || !c.contains("text") || !c["text"].is_string() ||
+          (present(c, "filename") && !c["filename"].is_string()))
+        fail("input_extra[{}] must be {{\"filename\": string, \"text\": string}}", i);
+      in.extra.push_back({present(c, "filename") ? c["filename"].get<std::string>() : "tmp", c["text"].get<std::string>()});
+    }
+  }
+  r.infill = std::move(in);
+}
+
+// llama-server's reasoning_format: "none" leaves a think block in the content.
+void parse_reasoning_format(const json& body, CompletionRequest& r) {
+  if (!present(body, "reasoning_format")) return;
+  const json& f = body["reasoning_format"];
+  if (f == "none") r.extract_reasoning = false;
+  else if (f == "deepseek" || f == "auto") r.extract_reasoning = true;
+  else fail("'reasoning_format' must be \"none\", \"deepseek\" or \"auto\"");
+}
+
 // Requests for what minfer does not do: refused rather than silently ignored.
 void refuse_unsupported(const json& body, ApiKind kind) {
   if (const auto n = integer_field(body, "n", 1, 1 << 20); n && *n != 1)
     fail("'n' must be 1: one choice per request");
-  if (present(body, "functions") && !(body["functions"].is_array() && body["functions"].empty()))
-    fail("'functions' (OpenAI's deprecated form) is not supported: send 'tools'");
-  if (kind == ApiKind::Completion && present(body, "tools") && !(body["tools"].is_array() && body["tools"].empty()))
-    fail("'tools' needs the chat endpoint");
+  if (given_list(body, "functions")) fail("'functions' (OpenAI's deprecated form) is not supported: send 'tools'");
+  if (kind != ApiKind::Chat && given_list(body, "tools")) fail("'tools' needs the chat endpoint");
   if (kind == ApiKind::Completion) {
     if (bool_field(body, "echo")) fail("'echo' is not supported");
     if (present(body, "suffix") && !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty()))
@@ -323,15 +361,13 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) 
       r.template_kwargs = j["chat_template_kwargs"];
     }
     parse_tools(j, r);
-    if (present(j, "reasoning_format")) {
-      const json& f = j["reasoning_format"];
-      if (f == "none") r.extract_reasoning = false;
-      else if (f == "deepseek" || f == "auto") r.extract_reasoning = true;
-      else fail("'reasoning_format' must be \"none\", \"deepseek\" or \"auto\"");
-    }
+    parse_reasoning_format(j, r);
+  } else if (kind == ApiKind::Infill) {
+    parse_infill(j, r);
   } else {
     parse_prompt(j, r);
   }
+  if (kind == ApiKind::Native || kind == ApiKind::Infill) r.return_tokens = bool_field(j, "return_tokens");
   parse_grammar(j, r);
   if (r.grammar && r.calls_tools())
     fail("'tools' with a grammar or a JSON response format: give one of them (or tool_choice \"none\")");
@@ -527,6 +563,37 @@ json usage_chunk(ApiKind kind, const ResponseHead& h, const CompletionResult& r)
   out["choices"] = json::array();
   out["usage"] = usage_json(r);
   out["timings"] = timings_json(r);
+  return out;
+}
+
+json native_response(const ResponseHead& h, const CompletionResult& r, const NativeExtras& x) {
+  json out = {{"index", 0},
+              {"content", r.text},
+              {"tokens", x.return_tokens ? json(r.tokens) : json::array()},
+              {"id_slot", 0},
+              {"stop", true},
+              {"model", h.model},
+              {"tokens_predicted", r.completion_tokens},
+              {"tokens_evaluated", r.prompt_tokens},
+              {"generation_settings", x.generation_settings},
+              {"prompt", x.prompt},
+              {"has_new_line", r.text.find('\n') != std::string::npos},
+              {"truncated", r.truncated},
+              {"stop_type", r.stop_type},
+              {"stopping_word", r.stopping_word},
+              {"tokens_cached", r.cached_tokens},
+              {"timings", timings_json(r)}};
+  if (r.has_logprobs) out["completion_probabilities"] = logprobs_json(r.logprobs)["content"];
+  return out;
+}
+
+json native_chunk(std::string_view text, std::span<const int32_t> tokens,
+                  std::optional<std::span<const SampledLogprobs>> probs) {
+  json out = {{"index", 0},
+              {"content", std::string(text)},
+              {"tokens", std::vector<int32_t>(tokens.begin(), tokens.end())},
+              {"stop", false}};
+  if (probs) out["completion_probabilities"] = logprobs_json(*probs)["content"];
   return out;
 }
 

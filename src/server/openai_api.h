@@ -22,6 +22,9 @@
 //                "parameters"}}]), tool_choice ("auto", "none", "required" or {"type":
 //                "function", "function": {"name"}}), parallel_tool_calls; assistant messages
 //                with tool_calls and "tool" messages; replies carry message.tool_calls
+//   llama-server's own endpoints, same fields as completions: /completion ([return_tokens]) and
+//   /infill ([input_prefix], [input_suffix], [input_extra], prompt optional); their responses
+//   are llama-server's (content, stop, stop_type, tokens_predicted, ...), not OpenAI's
 // Fields asking for what minfer does not do (n > 1, functions, echo,
 // suffix, best_of > 1, non-text content parts) are refused with a message naming them;
 // other fields (model, user, metadata, ...) are ignored, as llama-server does.
@@ -37,11 +40,14 @@
 
 #include "chat/tool_calls.h"
 #include "grammar/gbnf.h"
+#include "server/infill.h"
 #include "runtime/sampler.h"
 
 namespace minfer::server {
 
-enum class ApiKind { Chat, Completion };
+// Chat and Completion: OpenAI's /v1/chat/completions and /v1/completions. Native and Infill:
+// llama-server's /completion and /infill.
+enum class ApiKind { Chat, Completion, Native, Infill };
 
 struct CompletionRequest {
   ApiKind kind = ApiKind::Chat;
@@ -58,6 +64,8 @@ struct CompletionRequest {
   bool calls_tools() const { return !tools.is_null() && tool_choice != ToolChoice::None; }
   std::string prompt;                  // completion, as text
   std::vector<int32_t> prompt_tokens;  // completion, as token ids (then prompt is empty)
+  std::optional<InfillInput> infill;   // infill: the code around the cursor
+  bool return_tokens = false;          // native: the generated token ids in the response
   std::optional<int64_t> max_tokens;   // -1: until end of generation or a full context
   std::optional<float> temperature, top_p, min_p, repeat_penalty, frequency_penalty,
       presence_penalty;
@@ -110,6 +118,10 @@ struct CompletionResult {
   std::string reasoning;       // chat: the think block's text, when taken out of the reply
   std::vector<chat::ToolCall> tool_calls;  // ids set
   std::string finish_reason;  // "stop", "length" or "tool_calls"
+  std::string stop_type;      // llama-server's: "eos", "word" (a stop string), "limit", "none"
+  std::string stopping_word;  // the stop string that ended the text
+  bool truncated = false;     // the context filled up
+  std::vector<int32_t> tokens;  // the generated ids (an ending end-of-generation token aside)
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;  // of prompt_tokens, reused from the previous request's cache
   int64_t completion_tokens = 0;
@@ -144,6 +156,19 @@ nlohmann::ordered_json completion_chunk(ApiKind kind, const ResponseHead& h, std
 nlohmann::ordered_json tool_calls_chunk(const ResponseHead& h, std::span<const chat::ToolCall> calls);
 // stream_options.include_usage's final chunk: no choices, the usage.
 nlohmann::ordered_json usage_chunk(ApiKind kind, const ResponseHead& h, const CompletionResult& r);
+
+// llama-server's own response to /completion and /infill: content, stop, stop_type,
+// stopping_word, tokens_predicted, tokens_evaluated, tokens_cached, truncated, timings, prompt,
+// generation_settings, completion_probabilities (n_probs), tokens (return_tokens).
+struct NativeExtras {
+  std::string prompt;  // the prompt as text
+  nlohmann::ordered_json generation_settings;
+  bool return_tokens = false;
+};
+nlohmann::ordered_json native_response(const ResponseHead& h, const CompletionResult& r, const NativeExtras& x);
+// A streamed piece: {"index", "content", "tokens", "stop": false} (+ completion_probabilities).
+nlohmann::ordered_json native_chunk(std::string_view text, std::span<const int32_t> tokens,
+                                    std::optional<std::span<const SampledLogprobs>> probs);
 
 // {"error": {"code": status, "message": ..., "type": ...}}, llama-server's shape of OpenAI's.
 nlohmann::ordered_json error_body(int status, std::string_view message);

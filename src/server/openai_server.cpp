@@ -18,6 +18,7 @@
 #include "runtime/prompt.h"
 #include "runtime/token_grammar.h"
 #include "server/http_common.h"
+#include "server/infill.h"
 #include "server/reply_shaper.h"
 #include "tokenizer/tokenizer.h"
 
@@ -109,6 +110,8 @@ std::vector<int32_t> OpenAiServer::prompt_tokens(const CompletionRequest& r, std
     const std::string text = render_chat(r);
     tokens = runtime::tokenize_prompt(model_, text);
     if (rendered) *rendered = text;
+  } else if (r.infill) {
+    tokens = infill_tokens(model_.tokenizer(), *r.infill, ctx_->n_ctx(), r.max_tokens.value_or(opts_.n_predict));
   } else if (!r.prompt_tokens.empty()) {
     tokens = r.prompt_tokens;
     for (int32_t t : tokens)
@@ -134,6 +137,29 @@ std::string OpenAiServer::render_chat(const CompletionRequest& r) const {
   json vars = r.template_kwargs.is_object() ? r.template_kwargs : json::object();
   if (!r.tools.is_null() && !vars.contains("tools")) vars["tools"] = r.tools;
   return runtime::render_chat(model_, *opts_.chat_template, messages, true, vars);
+}
+
+json OpenAiServer::generation_settings(const CompletionRequest& r) const {
+  const runtime::SamplerParams p = sampler_params(r, opts_.sampling, 0);
+  std::vector<std::string> stop = opts_.stop;
+  stop.insert(stop.end(), r.stop.begin(), r.stop.end());
+  const std::optional<uint64_t> seed = r.seed ? r.seed : opts_.seed;
+  return json{{"n_ctx", ctx_->n_ctx()},
+              {"n_predict", r.max_tokens.value_or(opts_.n_predict)},
+              {"model", opts_.model_name},
+              {"seed", seed ? *seed : uint64_t(0xFFFFFFFF)},  // llama-server's "random"
+              {"temperature", p.temp},
+              {"top_k", p.top_k},
+              {"top_p", p.top_p},
+              {"min_p", p.min_p},
+              {"repeat_last_n", p.repeat_last_n},
+              {"repeat_penalty", p.repeat_penalty},
+              {"presence_penalty", p.presence_penalty},
+              {"frequency_penalty", p.frequency_penalty},
+              {"stop", stop},
+              {"ignore_eos", r.ignore_eos || opts_.ignore_eos},
+              {"stream", r.stream},
+              {"n_probs", r.logprobs ? r.top_logprobs : 0}};
 }
 
 std::shared_ptr<const grammar::Grammar> OpenAiServer::tool_call_grammar(const CompletionRequest& r) const {
@@ -186,9 +212,10 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   CompletionResult out;
   out.has_logprobs = r.logprobs;
   const tok::Tokenizer& tok = model_.tokenizer();
-  if (r.logprobs) {
-    go.on_sample = [&](int32_t id, std::span<const float> logits) {
-      if (!go.ignore_eog && tok.is_eog(id)) return;  // the token that ends the reply is not in it
+  go.on_sample = [&](int32_t id, std::span<const float> logits) {
+    if (!go.ignore_eog && tok.is_eog(id)) return;  // the token that ends the reply is not in it
+    out.tokens.push_back(id);
+    if (r.logprobs) {
       const std::vector<double> lp = runtime::log_softmax(logits);
       auto entry = [&](int32_t t, double logprob) {
         LogprobEntry e{t, tok.token_to_piece(t, true), {}, logprob};
@@ -199,12 +226,14 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
       for (const runtime::TokenLogprob& t : runtime::top_logprobs(lp, size_t(r.top_logprobs)))
         s.top.push_back(entry(t.id, t.logprob));
       out.logprobs.push_back(std::move(s));
-    };
-  }
-  size_t sent = 0;  // log-probability entries already passed to on_text
+    }
+  };
+  size_t sent = 0, sent_tokens = 0;  // log-probability entries and tokens already passed to on_text
   auto release = [&](std::string_view text, std::string_view reasoning) {
-    if (on_text && !on_text(text, reasoning, std::span(out.logprobs).subspan(sent))) cancel_ = true;
+    const TextPiece piece{text, reasoning, std::span(out.tokens).subspan(sent_tokens), std::span(out.logprobs).subspan(sent)};
+    if (on_text && !on_text(piece)) cancel_ = true;
     sent = out.logprobs.size();
+    sent_tokens = out.tokens.size();
   };
   if (calls) go.keep_special = tool_markers_;
   // A chat reply's reasoning and tool calls come apart from its text; other text goes out as is.
@@ -231,6 +260,14 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
 
   out.text = std::move(g.text);
   out.finish_reason = finish_reason(g.reason);
+  switch (g.reason) {
+    case runtime::StopReason::Eog: out.stop_type = "eos"; break;
+    case runtime::StopReason::StopString: out.stop_type = "word"; break;
+    case runtime::StopReason::Length: out.stop_type = "limit"; break;
+    case runtime::StopReason::ContextFull: out.stop_type = "limit"; out.truncated = true; break;
+    default: out.stop_type = "none";
+  }
+  out.stopping_word = std::move(g.stop_string);
   if (shaper) {
     ReplyShaper::Final f = shaper->finish();
     out.text = std::move(f.parts.content);
@@ -251,7 +288,7 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   if (opts_.log)
     opts_.log(fmt::format("{}: prompt {} tokens ({} cached, {:.1f} t/s), {} generated ({:.1f} t/s), "
                           "stopped: {}",
-                          r.kind == ApiKind::Chat ? "chat" : "completion", out.prompt_tokens,
+                          r.kind == ApiKind::Chat ? "chat" : r.kind == ApiKind::Infill ? "infill" : "completion", out.prompt_tokens,
                           out.cached_tokens,
                           out.prompt_ms > 0 ? 1000.0 * double(out.prompt_evaluated) / out.prompt_ms : 0.0,
                           out.completion_tokens,
@@ -323,27 +360,45 @@ void OpenAiServer::setup_routes() {
         return;
       }
       const ResponseHead head{response_id(kind), int64_t(std::time(nullptr)), opts_.model_name};
+      const bool native = kind == ApiKind::Native || kind == ApiKind::Infill;
+      // llama-server's own responses: the prompt as text and the settings come along.
+      auto extras = std::make_shared<NativeExtras>();
+      if (native) *extras = {model_.tokenizer().detokenize(*prompt, false, true), generation_settings(*r), r->return_tokens};
       if (!r->stream) {
-        send_json(res, completion_response(kind, head, complete(*r, *prompt, nullptr)));
+        const CompletionResult out = complete(*r, *prompt, nullptr);
+        send_json(res, native ? native_response(head, out, *extras) : completion_response(kind, head, out));
         return;
       }
       res.set_header("Cache-Control", "no-cache");
       res.set_chunked_content_provider(
-          "text/event-stream", [this, r, prompt, head](size_t, httplib::DataSink& sink) {
+          "text/event-stream", [this, r, prompt, head, native, extras](size_t, httplib::DataSink& sink) {
             auto send = [&sink](const json& j) {
               const std::string s = sse_data(j);
               return sink.write(s.data(), s.size());
             };
+            if (native) {  // llama-server's: pieces, then the whole response with stop true; no [DONE]
+              try {
+                CompletionResult out = complete(*r, *prompt, [&](const TextPiece& p) {
+                  return send(native_chunk(p.text, p.tokens, r->logprobs ? std::optional(p.logprobs) : std::nullopt));
+                });
+                out.text.clear();  // it went out in the pieces
+                out.has_logprobs = false;
+                send(native_response(head, out, *extras));
+              } catch (const std::exception& e) {
+                send(error_body(500, e.what()));
+              }
+              sink.done();
+              return true;
+            }
             // OpenAI's first chat chunk names the role; the text follows in later ones.
             if (r->kind == ApiKind::Chat) send(completion_chunk(r->kind, head, "", true, nullptr));
             try {
               size_t sent = 0;  // log-probability entries sent
               const CompletionResult out =
-                  complete(*r, *prompt, [&](std::string_view text, std::string_view reasoning,
-                                            std::span<const SampledLogprobs> lp) {
-                    sent += lp.size();
-                    return send(completion_chunk(r->kind, head, text, false, nullptr,
-                                                 r->logprobs ? std::optional(lp) : std::nullopt, reasoning));
+                  complete(*r, *prompt, [&](const TextPiece& p) {
+                    sent += p.logprobs.size();
+                    return send(completion_chunk(r->kind, head, p.text, false, nullptr,
+                                                 r->logprobs ? std::optional(p.logprobs) : std::nullopt, p.reasoning));
                   });
               if (!out.tool_calls.empty()) send(tool_calls_chunk(head, out.tool_calls));
               const std::span<const SampledLogprobs> rest = std::span(out.logprobs).subspan(sent);
@@ -364,6 +419,8 @@ void OpenAiServer::setup_routes() {
   s.Post("/chat/completions", completion(ApiKind::Chat));
   s.Post("/v1/completions", completion(ApiKind::Completion));
   s.Post("/completions", completion(ApiKind::Completion));
+  s.Post("/completion", completion(ApiKind::Native));
+  s.Post("/infill", completion(ApiKind::Infill));
 
   s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     try {

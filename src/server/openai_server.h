@@ -3,6 +3,7 @@
 //   GET  /v1/models, /models          the one model, OpenAI's list shape
 //   POST /v1/chat/completions         messages rendered with the chat template; stream: SSE
 //   POST /v1/completions              a raw prompt (text or token ids); stream: SSE
+//   POST /completion, /infill         llama-server's own completion and code infilling
 //   POST /tokenize, /detokenize       llama-server's: {"content", "add_special"} <-> {"tokens"}
 // Errors are OpenAI's {"error": {"code", "message", "type"}}: 400 for a bad request (naming
 // the field, or the prompt that does not fit the context), 401 without the --api-key, 403 for a
@@ -92,9 +93,15 @@ class OpenAiServer {
   // apart from its text (with the pieces of a marker held back); with tools, text from where a
   // call may begin waits for the end of the reply; the calls found are in the result, and
   // on_text gets only the reply's text that is no call.
-  // `reasoning`: the think block's text, when the reply's reasoning is taken out of it.
-  using TextSink = std::function<bool(std::string_view text, std::string_view reasoning,
-                                      std::span<const SampledLogprobs>)>;
+  // What on_text gets: the text since its previous call (and the think block's, when the
+  // reasoning is taken out of the reply), the tokens sampled since then and their
+  // log-probabilities (when asked).
+  struct TextPiece {
+    std::string_view text, reasoning;
+    std::span<const int32_t> tokens;
+    std::span<const SampledLogprobs> logprobs;
+  };
+  using TextSink = std::function<bool(const TextPiece&)>;
   CompletionResult complete(const CompletionRequest& r, const std::vector<int32_t>& prompt,
                             const TextSink& on_text);
 
@@ -103,6 +110,8 @@ class OpenAiServer {
   // The request's messages and variables as its template wants them (calls' arguments as
   // objects for templates that write them with tojson), rendered.
   std::string render_chat(const CompletionRequest& r) const;
+  // llama-server's generation_settings of a request (/completion's response).
+  nlohmann::ordered_json generation_settings(const CompletionRequest& r) const;
   // tool_choice "required" or a named function: the grammar that makes the reply calls.
   std::shared_ptr<const grammar::Grammar> tool_call_grammar(const CompletionRequest& r) const;
 

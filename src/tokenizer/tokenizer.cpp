@@ -127,6 +127,10 @@ int32_t Tokenizer::n_vocab() const { return int32_t(impl_->tokens.size()); }
 int32_t Tokenizer::bos() const { return impl_->bos; }
 int32_t Tokenizer::eos() const { return impl_->eos; }
 int32_t Tokenizer::eot() const { return impl_->eot; }
+Tokenizer::FimTokens Tokenizer::fim() const {
+  const Impl& v = *impl_;
+  return {v.fim_pre, v.fim_suf, v.fim_mid, v.fim_pad, v.fim_rep, v.fim_sep};
+}
 int32_t Tokenizer::unk() const { return impl_->unk; }
 int32_t Tokenizer::pad() const { return impl_->pad; }
 bool Tokenizer::add_bos() const { return impl_->add_bos; }

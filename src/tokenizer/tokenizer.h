@@ -70,6 +70,12 @@ class Tokenizer {
   int32_t eot() const;
   int32_t unk() const;
   int32_t pad() const;
+  // Fill-in-the-middle tokens (tokenizer.ggml.fim_*_token_id, or found by their texts); -1 when
+  // none.
+  struct FimTokens {
+    int32_t pre = -1, suf = -1, mid = -1, pad = -1, rep = -1, sep = -1;
+  };
+  FimTokens fim() const;
   bool add_bos() const;
   bool add_eos() const;
   bool add_space_prefix() const;

@@ -148,6 +148,36 @@ TEST(OpenAiRequest, ToolsAndCallsInTheHistory) {
                                      ApiKind::Chat).extract_reasoning, true);
 }
 
+TEST(OpenAiRequest, LlamaServersOwnCompletionAndInfill) {
+  auto r = parse_completion_request(R"({"prompt": "x", "n_predict": 5, "n_probs": 3, "return_tokens": true})", ApiKind::Native);
+  EXPECT_EQ(r.prompt, "x");
+  EXPECT_EQ(r.max_tokens, 5);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 3);
+  EXPECT_TRUE(r.return_tokens);
+  r = parse_completion_request(R"({"input_prefix": "def f():\n", "input_suffix": "\n", "prompt": "  ",
+      "input_extra": [{"filename": "a.py", "text": "x = 1"}, {"text": "y"}]})", ApiKind::Infill);
+  ASSERT_TRUE(r.infill);
+  EXPECT_EQ(r.infill->prefix, "def f():\n");
+  EXPECT_EQ(r.infill->suffix, "\n");
+  EXPECT_EQ(r.infill->prompt, "  ");
+  ASSERT_EQ(r.infill->extra.size(), 2u);
+  EXPECT_EQ(r.infill->extra[0].filename, "a.py");
+  EXPECT_EQ(r.infill->extra[1].filename, "tmp");  // llama-server's name for a chunk without one
+  EXPECT_TRUE(parse_completion_request("{}", ApiKind::Infill).infill.has_value());  // all optional
+  for (const auto& [body, want] : std::vector<std::pair<const char*, const char*>>{
+           {R"({"input_prefix": 3})", "'input_prefix' must be a string"},
+           {R"({"input_extra": {"text": "x"}})", "'input_extra' must be an array"},
+           {R"({"input_extra": [{"filename": "a"}]})", "input_extra[0] must be"},
+           {R"({"prompt": ["x"]})", "'prompt' must be a string"}}) {
+    const std::string got = refusal(body, ApiKind::Infill);
+    EXPECT_NE(got.find(want), std::string::npos) << body << "\n  gave: " << got;
+  }
+  EXPECT_NE(refusal(R"({"tools": [{"type": "function", "function": {"name": "f"}}], "prompt": "x"})", ApiKind::Native)
+                .find("'tools' needs the chat endpoint"),
+            std::string::npos);
+}
+
 TEST(OpenAiRequest, CompletionPromptForms) {
   auto r = parse_completion_request(R"({"prompt": "Once", "max_tokens": 5.0, "seed": -1,
                                        "top_k": 20, "min_p": 0.1, "repeat_penalty": 1.1,
@@ -430,6 +460,30 @@ TEST(OpenAiResponse, ShapesOfTheReference) {
   EXPECT_TRUE(tchunk["choices"][0]["finish_reason"].is_null());
   EXPECT_EQ(tchunk["choices"][0]["delta"]["tool_calls"][1],
             json::parse(R"({"index": 1, "id": "id2", "type": "function", "function": {"name": "g", "arguments": "{}"}})"));
+
+  // llama-server's own shape (/completion, /infill).
+  CompletionResult nr = r;
+  nr.stop_type = "word";
+  nr.stopping_word = "END";
+  nr.tokens = {5, 6, 7};
+  const json nj = native_response(h, nr, {"the prompt", json{{"n_predict", 3}}, true});
+  EXPECT_EQ(nj["content"], "Hi!");
+  EXPECT_EQ(nj["stop"], true);
+  EXPECT_EQ(nj["stop_type"], "word");
+  EXPECT_EQ(nj["stopping_word"], "END");
+  EXPECT_EQ(nj["tokens"], json({5, 6, 7}));
+  EXPECT_EQ(nj["tokens_predicted"], 3);
+  EXPECT_EQ(nj["tokens_evaluated"], 9);
+  EXPECT_EQ(nj["tokens_cached"], 4);
+  EXPECT_EQ(nj["prompt"], "the prompt");
+  EXPECT_EQ(nj["generation_settings"]["n_predict"], 3);
+  EXPECT_EQ(nj["has_new_line"], false);
+  EXPECT_EQ(nj["model"], "m.gguf");
+  EXPECT_FALSE(nj.contains("completion_probabilities"));  // not asked
+  EXPECT_TRUE(native_response(h, nr, {"", json::object(), false})["tokens"].empty());
+  EXPECT_EQ(native_response(h, lr, {})["completion_probabilities"][0]["id"], 7);
+  const int32_t ids[] = {5};
+  EXPECT_EQ(native_chunk("lo", ids, std::nullopt), json::parse(R"({"index": 0, "content": "lo", "tokens": [5], "stop": false})"));
 
   EXPECT_EQ(sse_data(json{{"a", 1}}), "data: {\"a\":1}\n\n");
   // A model can emit bytes that are not UTF-8: they reach the client as U+FFFD, not as a throw.

@@ -167,6 +167,58 @@ TEST(OpenAiServer, GreedyCompletionsReproduceLlamaCpp) {
 // continuation, the sampled token and the golden top-10 with their log-probabilities (F32 file,
 // F32 KV cache: within 1e-3, golden/models/README.md's F32 tolerance); streamed, the chunks
 // carry the same entries.
+// llama-server's own /completion: the golden greedy text again, in its response shape, whole
+// and streamed; a stop string is its stopping_word.
+TEST(OpenAiServer, LlamaServersOwnCompletionEndpoint) {
+  MINFER_REQUIRE_SHARED();
+  auto r = start("stories260K.gguf");
+  httplib::Client cli("127.0.0.1", r->port);
+  const json golden = read_json("golden/models/stories260K.greedy64.json");
+  const json& c = golden["cases"][0];
+  const std::string want = c["greedy"]["text"];
+  json body = {{"prompt", c["prompt_text"]}, {"n_predict", 64}, {"temperature", 0}, {"ignore_eos", true}, {"return_tokens", true}};
+  json res = post(cli, "/completion", body);
+  EXPECT_EQ(as_detokenized(res["content"], want), want);
+  EXPECT_EQ(res["stop"], true);
+  EXPECT_EQ(res["stop_type"], "limit");
+  EXPECT_EQ(res["tokens_predicted"], 64);
+  EXPECT_EQ(res["tokens_evaluated"], c["prompt_ids"].size());
+  EXPECT_EQ(res["tokens"], c["greedy"]["ids"]);
+  EXPECT_EQ(res["generation_settings"]["n_predict"], 64);
+  // The prompt as it was run: BOS added, as llama-server shows it.
+  EXPECT_EQ(res["prompt"], "<s> " + c["prompt_text"].get<std::string>());
+
+  body["stream"] = true;
+  auto sres = cli.Post("/completion", body.dump(), "application/json");
+  ASSERT_TRUE(sres);
+  const auto events = sse_payloads(sres->body);
+  ASSERT_GE(events.size(), 2u);
+  std::string text;
+  json ids = json::array();
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const json e = json::parse(events[i]);
+    EXPECT_EQ(e["stop"], false);
+    text += e["content"].get<std::string>();
+    for (const json& t : e["tokens"]) ids.push_back(t);
+  }
+  EXPECT_EQ(as_detokenized(text, want), want);
+  EXPECT_EQ(ids, c["greedy"]["ids"]);
+  const json last = json::parse(events.back());  // no [DONE] on llama-server's own stream
+  EXPECT_EQ(last["stop"], true);
+  EXPECT_EQ(last["tokens_predicted"], 64);
+
+  // A stop string: the text ends before it, and the response names it.
+  const std::string stop = want.substr(want.find(' ', 10), 5);
+  body = {{"prompt", c["prompt_text"]}, {"n_predict", 64}, {"temperature", 0}, {"stop", {stop}}};
+  res = post(cli, "/completion", body);
+  EXPECT_EQ(res["stop_type"], "word");
+  EXPECT_EQ(res["stopping_word"], stop);
+  EXPECT_EQ(as_detokenized(res["content"], want), want.substr(0, want.find(stop)));
+  // No FIM tokens in this vocabulary: /infill says so.
+  EXPECT_NE(post(cli, "/infill", {{"input_prefix", "a"}}, 400)["error"]["message"].get<std::string>().find("fill-in-the-middle"),
+            std::string::npos);
+}
+
 TEST(OpenAiServer, LogprobsMatchLlamaCpp) {
   MINFER_REQUIRE_SHARED();
   auto r = start("stories260K.gguf");
@@ -612,6 +664,26 @@ TEST(OpenAiServer, Llama3ToolCalls) {
   next["messages"].push_back({{"role", "tool"}, {"tool_call_id", choice["message"]["tool_calls"][0]["id"]}, {"content", "sunny"}});
   const json turn = post(cli, "/v1/chat/completions", next);
   EXPECT_GT(turn["usage"]["prompt_tokens"].get<int>(), res["usage"]["prompt_tokens"].get<int>());
+}
+
+// /infill with Qwen's vocabulary: the FIM prompt as llama-server lays it out, then a completion.
+TEST(OpenAiServer, Infill) {
+  MINFER_REQUIRE_SHARED();
+  server::ServeOptions o;
+  o.ctx.n_ctx = 2048 + 2 * 8 + 64;  // room for the extra context after llama-server's batch
+  auto r = start("tiny-qwen3-q4_0.gguf", o);
+  httplib::Client cli("127.0.0.1", r->port);
+  const json body = {{"input_prefix", "def add(a, b):\n    "},
+                     {"input_suffix", "\n\nprint(add(1, 2))\n"},
+                     {"input_extra", {{{"filename", "util.py"}, {"text", "x = 1\n"}}}},
+                     {"n_predict", 8},
+                     {"temperature", 0}};
+  const json res = post(cli, "/infill", body);
+  EXPECT_EQ(res["prompt"],
+            "<|repo_name|>myproject\n<|file_sep|>util.py\nx = 1\n<|file_sep|>filename\n"
+            "<|fim_prefix|>def add(a, b):\n    <|fim_suffix|>\n\nprint(add(1, 2))\n<|fim_middle|>");
+  EXPECT_EQ(res["tokens_predicted"], 8);
+  EXPECT_EQ(res["stop"], true);
 }
 
 TEST(OpenAiServer, ToolsNeedATemplateWithACallFormat) {
