@@ -57,6 +57,7 @@ int run_serve(int argc, char** argv) {
   server::ServeOptions o;
   o.host = host;
   o.port = port;
+  o.model_path = model_path;
   o.model_name = alias.empty() ? std::filesystem::path(model_path).filename().string() : alias;
   o.api_key = api_key;
   o.cors_origins = cors_origins;

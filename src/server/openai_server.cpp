@@ -347,6 +347,21 @@ void OpenAiServer::setup_routes() {
   s.Get("/v1/models", models);
   s.Get("/models", models);
 
+  // llama-server's /props: what its web UI and clients read at start (one slot, no images).
+  s.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+    const tok::Tokenizer& tok = model_.tokenizer();
+    CompletionRequest defaults;
+    defaults.kind = ApiKind::Native;
+    send_json(res, {{"default_generation_settings", {{"n_ctx", ctx_->n_ctx()}, {"params", generation_settings(defaults)}}},
+                    {"total_slots", 1},
+                    {"model_path", opts_.model_path},
+                    {"modalities", {{"vision", false}, {"audio", false}}},
+                    {"chat_template", opts_.chat_template.value_or("")},
+                    {"bos_token", tok.bos() >= 0 ? tok.token_text(tok.bos()) : ""},
+                    {"eos_token", tok.eos() >= 0 ? tok.token_text(tok.eos()) : ""},
+                    {"build_info", "minfer"}});
+  });
+
   auto completion = [this](ApiKind kind) {
     return [this, kind](const httplib::Request& req, httplib::Response& res) {
       auto r = std::make_shared<CompletionRequest>();

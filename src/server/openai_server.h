@@ -1,6 +1,7 @@
 // `minfer serve`: an OpenAI-compatible HTTP server over one loaded model, as llama-server is.
 //   GET  /health, /v1/health          {"status": "ok"}
 //   GET  /v1/models, /models          the one model, OpenAI's list shape
+//   GET  /props                       llama-server's: default settings, chat template, tokens
 //   POST /v1/chat/completions         messages rendered with the chat template; stream: SSE
 //   POST /v1/completions              a raw prompt (text or token ids); stream: SSE
 //   POST /completion, /infill         llama-server's own completion and code infilling
@@ -44,6 +45,7 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0 = any free port
   std::string model_name;             // "model" in responses and /v1/models
+  std::string model_path;             // /props' model_path
   std::string api_key;                // empty: none asked
   // Which web pages may read the responses (cors_allow_origin): pages served from this machine,
   // not llama-server's "*", since with "*" any site a browser visits could drive the server

@@ -219,6 +219,27 @@ TEST(OpenAiServer, LlamaServersOwnCompletionEndpoint) {
             std::string::npos);
 }
 
+TEST(OpenAiServer, Props) {
+  MINFER_REQUIRE_SHARED();
+  server::ServeOptions o;
+  o.sampling.temp = 0.25f;
+  o.n_predict = 77;
+  o.model_path = "models/tiny-qwen3-q4_0.gguf";
+  auto r = start("tiny-qwen3-q4_0.gguf", o);
+  httplib::Client cli("127.0.0.1", r->port);
+  auto res = cli.Get("/props");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const json p = json::parse(res->body);
+  EXPECT_EQ(p["total_slots"], 1);
+  EXPECT_EQ(p["model_path"], "models/tiny-qwen3-q4_0.gguf");
+  EXPECT_EQ(p["chat_template"], *r->model->tokenizer().chat_template());
+  EXPECT_EQ(p["default_generation_settings"]["n_ctx"], 256);
+  EXPECT_EQ(p["default_generation_settings"]["params"]["n_predict"], 77);
+  EXPECT_FLOAT_EQ(p["default_generation_settings"]["params"]["temperature"].get<float>(), 0.25f);
+  EXPECT_EQ(p["eos_token"], r->model->tokenizer().token_text(r->model->tokenizer().eos()));
+}
+
 TEST(OpenAiServer, LogprobsMatchLlamaCpp) {
   MINFER_REQUIRE_SHARED();
   auto r = start("stories260K.gguf");
