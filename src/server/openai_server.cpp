@@ -21,6 +21,7 @@
 #include "server/infill.h"
 #include "server/reply_shaper.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
 
 namespace minfer::server {
 namespace {
@@ -446,9 +447,34 @@ void OpenAiServer::setup_routes() {
         if (!j["add_special"].is_boolean()) fail("'add_special' must be true or false");
         add_special = j["add_special"].get<bool>();
       }
+      bool with_pieces = false;
+      if (j.contains("with_pieces")) {
+        if (!j["with_pieces"].is_boolean()) fail("'with_pieces' must be true or false");
+        with_pieces = j["with_pieces"].get<bool>();
+      }
       const auto& tok = model_.tokenizer();
-      send_json(res, {{"tokens", tok.encode(j["content"].get<std::string>(), add_special,
-                                            /*parse_special=*/true)}});
+      const std::vector<int32_t> ids = tok.encode(j["content"].get<std::string>(), add_special, /*parse_special=*/true);
+      if (!with_pieces) return send_json(res, {{"tokens", ids}});
+      // llama-server's: each id with its piece, as text when it is whole UTF-8, else its bytes.
+      json tokens = json::array();
+      for (int32_t id : ids) {
+        const std::string piece = tok.token_to_piece(id, true);
+        tokens.push_back({{"id", id},
+                          {"piece", tok::detail::sanitize_utf8(piece) == piece
+                                        ? json(piece)
+                                        : json(std::vector<uint8_t>(piece.begin(), piece.end()))}});
+      }
+      send_json(res, {{"tokens", tokens}});
+    } catch (const Error& e) {
+      send_error(res, 400, e.what());
+    }
+  });
+  // llama-server's: the chat prompt a request would run, rendered and not generated from.
+  s.Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      const CompletionRequest r = parse_completion_request(req.body, ApiKind::Chat);
+      if (!opts_.chat_template) fail("the model has no chat template");
+      send_json(res, {{"prompt", render_chat(r)}});
     } catch (const Error& e) {
       send_error(res, 400, e.what());
     }

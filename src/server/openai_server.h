@@ -5,7 +5,8 @@
 //   POST /v1/chat/completions         messages rendered with the chat template; stream: SSE
 //   POST /v1/completions              a raw prompt (text or token ids); stream: SSE
 //   POST /completion, /infill         llama-server's own completion and code infilling
-//   POST /tokenize, /detokenize       llama-server's: {"content", "add_special"} <-> {"tokens"}
+//   POST /tokenize, /detokenize       llama-server's: {"content", "add_special", "with_pieces"} <-> {"tokens"}
+//   POST /apply-template              llama-server's: a chat request's prompt, rendered
 // Errors are OpenAI's {"error": {"code", "message", "type"}}: 400 for a bad request (naming
 // the field, or the prompt that does not fit the context), 401 without the --api-key, 403 for a
 // foreign Host on a loopback server, 404, 413 above the body limit, 500 for the rest.

@@ -219,7 +219,7 @@ TEST(OpenAiServer, LlamaServersOwnCompletionEndpoint) {
             std::string::npos);
 }
 
-TEST(OpenAiServer, Props) {
+TEST(OpenAiServer, PropsAndApplyTemplate) {
   MINFER_REQUIRE_SHARED();
   server::ServeOptions o;
   o.sampling.temp = 0.25f;
@@ -238,6 +238,9 @@ TEST(OpenAiServer, Props) {
   EXPECT_EQ(p["default_generation_settings"]["params"]["n_predict"], 77);
   EXPECT_FLOAT_EQ(p["default_generation_settings"]["params"]["temperature"].get<float>(), 0.25f);
   EXPECT_EQ(p["eos_token"], r->model->tokenizer().token_text(r->model->tokenizer().eos()));
+  // /apply-template renders the golden chat prompt without generating.
+  const json golden = read_json("golden/models/tiny-qwen3-q4_0.chat-hi.json");
+  EXPECT_EQ(post(cli, "/apply-template", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}})["prompt"], golden["prompt_text"]);
 }
 
 TEST(OpenAiServer, LogprobsMatchLlamaCpp) {
@@ -426,6 +429,18 @@ TEST(OpenAiServer, ModelsHealthAndTokenizerEndpoints) {
   EXPECT_EQ(post(cli, "/detokenize", {{"tokens", ids}})["content"], "<s> " + golden["prompt_text"].get<std::string>());
   ids.erase(ids.begin());
   EXPECT_EQ(post(cli, "/detokenize", {{"tokens", ids}})["content"], golden["prompt_text"]);
+  // with_pieces: llama-server's README example for stories260K, "á" (C3 A1) as two byte
+  // tokens whose pieces are not whole UTF-8 and come as bytes; whole pieces come as text.
+  const json pieces = post(cli, "/tokenize", {{"content", "Once á"}, {"with_pieces", true}})["tokens"];
+  ASSERT_GE(pieces.size(), 3u);
+  EXPECT_EQ(pieces[0], json::parse(R"({"id": 403, "piece": " Once"})"));
+  EXPECT_EQ(pieces[pieces.size() - 2], json::parse(R"({"id": 198, "piece": [195]})"));
+  EXPECT_EQ(pieces.back(), json::parse(R"({"id": 164, "piece": [161]})"));
+  // No chat template in this file: /apply-template says so.
+  EXPECT_NE(post(cli, "/apply-template", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}}, 400)["error"]["message"]
+                .get<std::string>()
+                .find("no chat template"),
+            std::string::npos);
 }
 
 // A request's grammar constrains its reply, whole and streamed (checked against std::regex);
