@@ -1,5 +1,5 @@
 // libFuzzer entry point for `minfer serve`'s parsers of what comes in: any body, for either
-// endpoint, must either parse or throw minfer::Error (-> HTTP 400), and a parsed one must give
+// endpoint (and /v1/embeddings), must either parse or throw minfer::Error (-> HTTP 400), and a parsed one must give
 // sampler parameters or an Error; the same bytes as a model's reply must split into text and
 // tool calls in every call format without a throw, each call's arguments a JSON object, and
 // into reasoning and answer with any partial split a prefix of the whole one.
@@ -23,6 +23,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)minfer::server::sse_data(r.messages);
     } catch (const minfer::Error&) {
     }
+  }
+  try {
+    const auto e = minfer::server::parse_embeddings_request(body);
+    if (e.inputs.empty()) std::abort();
+  } catch (const minfer::Error&) {
   }
   using minfer::chat::ToolCallFormat;
   for (auto f : {ToolCallFormat::Hermes, ToolCallFormat::Llama3Json, ToolCallFormat::MistralNemo}) {

@@ -37,6 +37,13 @@ int run_serve(int argc, char** argv) {
                  "(left in the content)")
       ->check(CLI::IsMember({"auto", "deepseek", "none"}))
       ->capture_default_str();
+  bool embeddings = false;
+  std::string pooling;
+  app.add_flag("--embeddings,--embedding", embeddings,
+               "compute embeddings (POST /v1/embeddings) instead of generating text");
+  app.add_option("--pooling", pooling, "how --embeddings pools the tokens' hidden states: mean, cls, last "
+                                       "(default: the model's pooling_type)")
+      ->check(CLI::IsMember({"none", "mean", "cls", "last", "rank"}));
   f.add_to(app);
   cli::parse(app, argc, argv);
   if (model_path.empty()) model_path = model_pos;
@@ -74,6 +81,8 @@ int run_serve(int argc, char** argv) {
   o.system = f.system;
   o.grammar = grammar_rules;
   o.extract_reasoning = reasoning_format != "none";
+  o.embeddings = embeddings;
+  if (!pooling.empty()) o.pooling = runtime::pooling_from_name(pooling);
   o.log = [&log](const std::string& line) { log.info("{}", line); };
 
   server::OpenAiServer srv(model, o);

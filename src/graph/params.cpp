@@ -25,10 +25,11 @@ CParams CParams::from_env() { return from_env(CParams{}); }
 
 std::string GraphParams::to_string() const {
   return fmt::format(
-      "n_tokens={} n_out={} gtype={} n_ctx={} kv_type={} fuse_qkv={} fuse_ffn={} backends={} "
-      "weights_version={}",
+      "n_tokens={} n_out={} gtype={} n_ctx={} kv_type={} fuse_qkv={} fuse_ffn={} embeddings={} "
+      "backends={} weights_version={}",
       n_tokens, n_out, graph_type_name(gtype), cparams.n_ctx, type_name(cparams.kv_type),
-      cparams.fuse_qkv, cparams.fuse_ffn, fmt::join(cparams.backends, ","), weights_version);
+      cparams.fuse_qkv, cparams.fuse_ffn, cparams.embeddings, fmt::join(cparams.backends, ","),
+      weights_version);
 }
 
 }  // namespace minfer::graph

@@ -18,6 +18,8 @@ struct CParams {
   GgmlType kv_type = GgmlType::F32;  // F32, F16 or Q8_0
   bool fuse_qkv = true;
   bool fuse_ffn = true;
+  // The graph's output: the final norm's hidden states (embeddings) instead of the logits.
+  bool embeddings = false;
   std::vector<std::string> backends{"CPU"};  // participating backends, in priority order
 
   bool operator==(const CParams&) const = default;
@@ -29,7 +31,7 @@ struct CParams {
 
 struct GraphParams {
   int64_t n_tokens = 0;
-  int64_t n_out = 1;  // logits rows wanted (the tail of the batch); n_out < n_tokens adds tail_ids
+  int64_t n_out = 1;  // output rows wanted (the tail of the batch); n_out < n_tokens adds tail_ids
   GraphType gtype = GraphType::Prefill;
   CParams cparams;
   uint64_t weights_version = 0;

@@ -65,6 +65,10 @@ HParams hparams_from_gguf(const gguf::File& f, const TensorTable& t) {
   if (std::optional<int64_t> experts = get_uniform_int(f, p + "expert_count"); experts && *experts > 0)
     fail("{}: mixture-of-experts models ({}expert_count = {}) are not supported", f.path(), p, *experts);
   hp.n_ctx_train = require_positive(f, p + "context_length");
+  if (const auto pool = get_uniform_int(f, p + "pooling_type")) {
+    if (*pool < 0 || *pool > 4) fail("{}: {}pooling_type {} is not one of llama.cpp's (0-4)", f.path(), p, *pool);
+    hp.pooling = int(*pool);
+  }
   hp.n_embd = require_positive(f, p + "embedding_length");
   hp.n_layer = require_positive(f, p + "block_count");
   hp.n_ff = require_positive(f, p + "feed_forward_length");

@@ -42,6 +42,9 @@ struct HParams {
   bool qkv_bias = false;     // attn_{q,k,v}.bias present
   bool qk_norm = false;      // qwen3: attn_q_norm / attn_k_norm per-head RMSNorm
   bool rope_freqs = false;   // rope_freqs.weight present (llama 3 frequency factors)
+  // {arch}.pooling_type, how an embedding model pools its hidden states (llama.cpp's enum:
+  // 0 none, 1 mean, 2 cls, 3 last, 4 rank); -1 when the file does not say (generative models).
+  int pooling = -1;
 
   int64_t n_embd_q() const { return n_head * head_dim; }
   int64_t n_embd_k() const { return n_head_kv * head_dim; }

@@ -198,6 +198,10 @@ graph::ComputeGraph build_llama_graph(const HParams& hp, const TensorTable& t,
     h = b.named(b.add(h, c.ffn(il, n, ffn_in)), n.tag("ffn_residual"));
   }
   h = b.named(b.rms_norm(h, hp.rms_eps, "output_norm.weight"), "output_norm");
+  if (p.cparams.embeddings) {  // llama.cpp's embeddings: the hidden states the logits would come from
+    b.output(h);
+    return b.build();
+  }
   const NodeId logits =
       b.matmul(h, desc(t, hp.tied_output ? "token_embd.weight" : "output.weight"));
   b.output(logits);

@@ -66,6 +66,7 @@ Context::Context(const Model& model, ContextParams params)
   cp.kv_type = params_.kv_type;
   cp.fuse_qkv = params_.fuse_qkv;
   cp.fuse_ffn = params_.fuse_ffn;
+  cp.embeddings = params_.embeddings;
   cp.backends = {impl_->cpu.name()};
   impl_->cparams = graph::CParams::from_env(cp);
   params_.fuse_qkv = impl_->cparams.fuse_qkv;
@@ -92,6 +93,7 @@ Context::~Context() = default;
 
 int64_t Context::n_ctx() const { return params_.n_ctx; }
 int64_t Context::n_vocab() const { return model_.n_vocab(); }
+int64_t Context::row_width() const { return params_.embeddings ? model_.hparams().n_embd : model_.n_vocab(); }
 
 void Context::set_observer(NodeObserver obs) { impl_->observer = std::move(obs); }
 
@@ -224,8 +226,8 @@ std::span<const float> Context::decode(std::span<const int32_t> tokens, int64_t 
   ++im.step;
 
   std::span<const float> out = s.alloc.tensor_f32(g.outputs.at(0));
-  if (int64_t(out.size()) != n_out * n_vocab) {
-    fail("decode: logits have {} values, expected {} x {}", out.size(), n_out, n_vocab);
+  if (int64_t(out.size()) != n_out * row_width()) {
+    fail("decode: the output has {} values, expected {} x {}", out.size(), n_out, row_width());
   }
   im.logits.assign(out.begin(), out.end());
   n_past_ += nt;

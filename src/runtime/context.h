@@ -29,6 +29,7 @@ struct ContextParams {
   GgmlType kv_type = GgmlType::F32;  // F32, F16 or Q8_0
   bool fuse_qkv = true;     // MINFER_NO_FUSE_QKV=1 turns it off
   bool fuse_ffn = true;     // MINFER_NO_FUSE_FFN=1 turns it off
+  bool embeddings = false;  // decode() returns the final norm's hidden states, not logits
 };
 
 struct Stats {
@@ -54,13 +55,15 @@ class Context {
   Context& operator=(const Context&) = delete;
 
   // Appends tokens at positions n_past().., returns the logits of the last n_out tokens,
-  // row-major [n_out][n_vocab], valid until the next call. Error when n_past + tokens >
-  // n_ctx, a token id is out of range, tokens is empty or n_out is not in [1, tokens].
+  // row-major [n_out][n_vocab] (with ContextParams::embeddings their hidden states, [n_out]
+  // [n_embd]), valid until the next call. Error when n_past + tokens > n_ctx, a token id is out
+  // of range, tokens is empty or n_out is not in [1, tokens].
   std::span<const float> decode(std::span<const int32_t> tokens, int64_t n_out = 1);
 
   int64_t n_past() const { return n_past_; }
   int64_t n_ctx() const;
   int64_t n_vocab() const;
+  int64_t row_width() const;  // of decode()'s rows: n_vocab, or n_embd with embeddings
   const ContextParams& params() const { return params_; }
   // Forgets the KV entries at positions >= n (their rows are overwritten on the next decode).
   void truncate(int64_t n);

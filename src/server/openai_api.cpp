@@ -1,5 +1,6 @@
 #include "server/openai_api.h"
 
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -597,9 +598,86 @@ json native_chunk(std::string_view text, std::span<const int32_t> tokens,
   return out;
 }
 
+EmbeddingsRequest parse_embeddings_request(std::string_view body) {
+  const json j = parse_json_object(body);
+  if (!present(j, "input")) fail("'input' is required");
+  const json& in = j["input"];
+  EmbeddingsRequest r;
+  auto token_list = [](const json& a) {
+    EmbeddingsRequest::Input x;
+    x.is_tokens = true;
+    for (const json& t : a) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > std::numeric_limits<int32_t>::max())
+        fail("'input' as token ids must hold non-negative integers");
+      x.tokens.push_back(t.get<int32_t>());
+    }
+    return x;
+  };
+  if (in.is_string()) {
+    r.inputs.push_back({in.get<std::string>(), {}, false});
+  } else if (in.is_array() && !in.empty() && in[0].is_number()) {
+    r.inputs.push_back(token_list(in));
+  } else if (in.is_array() && !in.empty()) {
+    for (const json& e : in) {
+      if (e.is_string()) r.inputs.push_back({e.get<std::string>(), {}, false});
+      else if (e.is_array() && !e.empty()) r.inputs.push_back(token_list(e));
+      else fail("'input' must be a string, an array of strings, or token ids");
+    }
+  } else {
+    fail("'input' must be a string, an array of strings, or token ids (and not empty)");
+  }
+  if (present(j, "encoding_format")) {
+    const json& f = j["encoding_format"];
+    if (f == "base64") r.base64 = true;
+    else if (f != "float") fail("'encoding_format' must be \"float\" or \"base64\"");
+  }
+  if (present(j, "dimensions")) fail("'dimensions' is not supported: the model's embeddings have one size");
+  return r;
+}
+
+namespace {
+
+// RFC 4648 base64 of bytes (OpenAI's encoding_format "base64": the float32 array's bytes).
+std::string base64(std::span<const uint8_t> bytes) {
+  static const char k[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const uint32_t n = uint32_t(bytes[i]) << 16 | (i + 1 < bytes.size() ? uint32_t(bytes[i + 1]) << 8 : 0) |
+                       (i + 2 < bytes.size() ? uint32_t(bytes[i + 2]) : 0);
+    out += k[(n >> 18) & 63];
+    out += k[(n >> 12) & 63];
+    out += i + 1 < bytes.size() ? k[(n >> 6) & 63] : '=';
+    out += i + 2 < bytes.size() ? k[n & 63] : '=';
+  }
+  return out;
+}
+
+}  // namespace
+
+json embeddings_response(const std::string& model, const std::vector<std::vector<float>>& vectors,
+                         int64_t prompt_tokens, bool base64_encoded) {
+  json data = json::array();
+  for (size_t i = 0; i < vectors.size(); ++i) {
+    const std::vector<float>& v = vectors[i];
+    json e = {{"object", "embedding"}, {"index", i}};
+    if (base64_encoded) {
+      static_assert(std::endian::native == std::endian::little, "float32 bytes are sent little-endian");
+      e["embedding"] = base64({reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)});
+    } else {
+      e["embedding"] = v;
+    }
+    data.push_back(std::move(e));
+  }
+  return json{{"object", "list"},
+              {"data", std::move(data)},
+              {"model", model},
+              {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
+}
+
 json error_body(int status, std::string_view message) {
   const char* type = status == 401   ? "authentication_error"
                      : status == 404 ? "not_found_error"
+                     : status == 501 ? "not_supported_error"
                      : status == 503 ? "unavailable_error"
                      : status >= 500 ? "server_error"
                                      : "invalid_request_error";

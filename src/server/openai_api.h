@@ -170,6 +170,22 @@ nlohmann::ordered_json native_response(const ResponseHead& h, const CompletionRe
 nlohmann::ordered_json native_chunk(std::string_view text, std::span<const int32_t> tokens,
                                     std::optional<std::span<const SampledLogprobs>> probs);
 
+// POST /v1/embeddings: "input" as a string, strings, token ids, or lists of token ids;
+// "encoding_format" "float" (default) or "base64" (the float32 bytes, as OpenAI's SDKs ask).
+struct EmbeddingsRequest {
+  struct Input {
+    std::string text;             // when !is_tokens
+    std::vector<int32_t> tokens;  // when is_tokens
+    bool is_tokens = false;
+  };
+  std::vector<Input> inputs;
+  bool base64 = false;
+};
+EmbeddingsRequest parse_embeddings_request(std::string_view body);
+// {"object": "list", "data": [{"object": "embedding", "index", "embedding"}], "model", "usage"}.
+nlohmann::ordered_json embeddings_response(const std::string& model, const std::vector<std::vector<float>>& vectors,
+                                           int64_t prompt_tokens, bool base64);
+
 // {"error": {"code": status, "message": ..., "type": ...}}, llama-server's shape of OpenAI's.
 nlohmann::ordered_json error_body(int status, std::string_view message);
 

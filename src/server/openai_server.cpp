@@ -77,6 +77,7 @@ OpenAiServer::OpenAiServer(const runtime::Model& model, ServeOptions opts)
     for (const std::string& marker : chat::tool_call_control_markers(tool_format_))
       if (const auto id = model_.tokenizer().find_token(marker)) tool_markers_.push_back(*id);
   }
+  opts_.ctx.embeddings = opts_.embeddings;
   ctx_ = std::make_unique<runtime::Context>(model_, opts_.ctx);
   setup_routes();
 }
@@ -365,6 +366,10 @@ void OpenAiServer::setup_routes() {
 
   auto completion = [this](ApiKind kind) {
     return [this, kind](const httplib::Request& req, httplib::Response& res) {
+      if (opts_.embeddings) {
+        send_error(res, 501, "this server computes embeddings only: start it without --embeddings to generate text");
+        return;
+      }
       auto r = std::make_shared<CompletionRequest>();
       auto prompt = std::make_shared<std::vector<int32_t>>();
       try {
@@ -436,6 +441,42 @@ void OpenAiServer::setup_routes() {
   s.Post("/v1/completions", completion(ApiKind::Completion));
   s.Post("/completions", completion(ApiKind::Completion));
   s.Post("/completion", completion(ApiKind::Native));
+
+  s.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!opts_.embeddings) {
+      send_error(res, 501, "this server generates text: start it with --embeddings for /v1/embeddings");
+      return;
+    }
+    const int pool = model_.hparams().pooling;
+    const runtime::Pooling pooling =
+        opts_.pooling ? *opts_.pooling : pool >= 0 ? runtime::Pooling(pool) : runtime::Pooling::None;
+    std::vector<std::vector<float>> vectors;
+    int64_t n_tokens = 0;
+    try {
+      const EmbeddingsRequest r = parse_embeddings_request(req.body);
+      if (pooling == runtime::Pooling::None || pooling == runtime::Pooling::Rank)
+        fail("pooling '{}' gives no single vector per input: start the server with --pooling mean, cls or last",
+             runtime::pooling_name(pooling));
+      const tok::Tokenizer& tok = model_.tokenizer();
+      std::vector<std::vector<int32_t>> inputs;
+      for (const EmbeddingsRequest::Input& in : r.inputs) {
+        inputs.push_back(in.is_tokens ? in.tokens : tok.encode(in.text, /*add_special=*/true, /*parse_special=*/true));
+        for (int32_t t : inputs.back())
+          if (t >= model_.n_vocab()) fail("input token {} is not in the vocabulary of {}", t, model_.n_vocab());
+        if (inputs.back().empty()) fail("an input is empty after tokenization");
+        if (int64_t(inputs.back().size()) > ctx_->n_ctx())
+          fail("an input is {} tokens, more than the context of {} (start the server with a larger -c)",
+               inputs.back().size(), ctx_->n_ctx());
+        n_tokens += int64_t(inputs.back().size());
+      }
+      std::lock_guard lk(ctx_mu_);
+      cached_.clear();  // the cache is overwritten from its start
+      for (const std::vector<int32_t>& t : inputs) vectors.push_back(runtime::embed(*ctx_, t, pooling));
+      send_json(res, embeddings_response(opts_.model_name, vectors, n_tokens, r.base64));
+    } catch (const Error& e) {
+      send_error(res, 400, e.what());
+    }
+  });
   s.Post("/infill", completion(ApiKind::Infill));
 
   s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {

@@ -2,6 +2,7 @@
 //   GET  /health, /v1/health          {"status": "ok"}
 //   GET  /v1/models, /models          the one model, OpenAI's list shape
 //   GET  /props                       llama-server's: default settings, chat template, tokens
+//   POST /v1/embeddings               with --embeddings (OpenAI's shape; float or base64)
 //   POST /v1/chat/completions         messages rendered with the chat template; stream: SSE
 //   POST /v1/completions              a raw prompt (text or token ids); stream: SSE
 //   POST /completion, /infill         llama-server's own completion and code infilling
@@ -30,6 +31,7 @@
 
 #include "chat/tool_calls.h"
 #include "runtime/context.h"
+#include "runtime/embed.h"
 #include "runtime/sampler.h"
 #include "server/openai_api.h"
 
@@ -64,6 +66,11 @@ struct ServeOptions {
   // --reasoning-format: a chat reply's <think> block as message.reasoning_content (llama-server's
   // default "auto"), or left in the content ("none"); a request's reasoning_format overrides it.
   bool extract_reasoning = true;
+  // --embeddings: the context computes embeddings (POST /v1/embeddings) instead of logits, and
+  // the generating endpoints answer 501, as llama-server. --pooling overrides the model's
+  // {arch}.pooling_type.
+  bool embeddings = false;
+  std::optional<runtime::Pooling> pooling;
   size_t max_body = 8u << 20;
   std::function<void(const std::string&)> log;  // one line per request (stderr in the CLI)
 };

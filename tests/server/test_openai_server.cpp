@@ -9,6 +9,7 @@
 #include <vector>
 #include <httplib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/test_data.h"
+#include "runtime/embed.h"
 #include "runtime/model.h"
 #include "server/openai_server.h"
 #include "tokenizer/tokenizer.h"
@@ -722,6 +724,75 @@ TEST(OpenAiServer, Infill) {
   EXPECT_EQ(res["stop"], true);
 }
 
+// --embeddings: /v1/embeddings gives runtime::embed's vectors (tested against the logits in
+// tests/runtime/test_embeddings.cpp) in OpenAI's shape, as floats or base64; text endpoints 501.
+TEST(OpenAiServer, Embeddings) {
+  MINFER_REQUIRE_SHARED();
+  server::ServeOptions o;
+  o.embeddings = true;
+  o.pooling = runtime::Pooling::Mean;  // stories260K's file names no pooling type
+  auto r = start("stories260K.gguf", o);
+  httplib::Client cli("127.0.0.1", r->port);
+  const json res = post(cli, "/v1/embeddings", {{"input", {"Once upon a time", "The dog ran"}}, {"model", "x"}});
+  ASSERT_EQ(res["data"].size(), 2u);
+  EXPECT_EQ(res["object"], "list");
+  EXPECT_EQ(res["data"][1]["index"], 1);
+  EXPECT_EQ(res["data"][0]["object"], "embedding");
+  runtime::ContextParams p;
+  p.n_ctx = 64;
+  p.n_threads = 1;
+  p.embeddings = true;
+  runtime::Context ctx(*r->model, p);
+  const tok::Tokenizer& tok = r->model->tokenizer();
+  int64_t n_tokens = 0;
+  for (int i = 0; i < 2; ++i) {
+    const std::string text = i == 0 ? "Once upon a time" : "The dog ran";
+    const std::vector<int32_t> ids = tok.encode(text, true, true);
+    n_tokens += int64_t(ids.size());
+    const std::vector<float> want = runtime::embed(ctx, ids, runtime::Pooling::Mean);
+    const std::vector<float> got = res["data"][i]["embedding"];
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-6f);
+  }
+  EXPECT_EQ(res["usage"]["prompt_tokens"], n_tokens);
+
+  // Token ids give the same vector as their text; base64 holds the same float32 bytes.
+  const std::vector<int32_t> ids = tok.encode("Once upon a time", true, true);
+  const json by_ids = post(cli, "/v1/embeddings", {{"input", ids}, {"encoding_format", "base64"}});
+  const std::string b64 = by_ids["data"][0]["embedding"];
+  auto value = [](char c) -> uint32_t {
+    return c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26 : c >= '0' && c <= '9' ? c - '0' + 52 : c == '+' ? 62 : 63;
+  };
+  std::string bytes;
+  for (size_t i = 0; i + 3 < b64.size(); i += 4) {
+    const uint32_t n = value(b64[i]) << 18 | value(b64[i + 1]) << 12 | (b64[i + 2] == '=' ? 0 : value(b64[i + 2]) << 6) |
+                       (b64[i + 3] == '=' ? 0 : value(b64[i + 3]));
+    bytes += char(n >> 16);
+    if (b64[i + 2] != '=') bytes += char((n >> 8) & 255);
+    if (b64[i + 3] != '=') bytes += char(n & 255);
+  }
+  const std::vector<float> first = res["data"][0]["embedding"];
+  ASSERT_EQ(bytes.size(), first.size() * sizeof(float));
+  std::vector<float> decoded(first.size());
+  std::memcpy(decoded.data(), bytes.data(), bytes.size());
+  EXPECT_EQ(decoded, first);
+
+  EXPECT_EQ(post(cli, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}}, 501)["error"]["type"],
+            "not_supported_error");
+  post(cli, "/v1/completions", {{"prompt", "Once"}}, 501);
+  EXPECT_NE(post(cli, "/v1/embeddings", {{"input", json::array()}}, 400)["error"]["message"].get<std::string>().find("'input'"),
+            std::string::npos);
+  post(cli, "/v1/embeddings", {{"input", "x"}, {"dimensions", 8}}, 400);
+
+  // Without --pooling the model's own (none here): no single vector, and the error says what to do.
+  server::ServeOptions o2;
+  o2.embeddings = true;
+  auto r2 = start("stories260K.gguf", o2);
+  httplib::Client cli2("127.0.0.1", r2->port);
+  EXPECT_NE(post(cli2, "/v1/embeddings", {{"input", "x"}}, 400)["error"]["message"].get<std::string>().find("--pooling"),
+            std::string::npos);
+}
+
 TEST(OpenAiServer, ToolsNeedATemplateWithACallFormat) {
   MINFER_REQUIRE_SHARED();
   std::ifstream in(test::shared_path("templates/TinyLlama-TinyLlama-1.1B-Chat-v1.0.jinja"));
@@ -778,6 +849,8 @@ TEST(OpenAiServer, BadRequestsGetOpenAiErrors) {
   res = cli.Get("/health", {{"Host", "evil.example"}});
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 403);
+  // A text server has no embeddings (llama-server's 501).
+  EXPECT_EQ(post(cli, "/v1/embeddings", {{"input", "x"}}, 501)["error"]["code"], 501);
   // The server still answers after all that.
   EXPECT_EQ(post(cli, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}})["usage"]["completion_tokens"], 2);
 }

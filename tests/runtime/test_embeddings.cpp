@@ -1,0 +1,90 @@
+// Embeddings: the hidden states an embeddings context returns are the ones the logits come
+// from (checked against the output matrix with a plain dot product), and embed() pools them as
+// llama.cpp does (mean, first, last; unit length), the same for any batch size.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/error.h"
+#include "common/test_data.h"
+#include "quant/quant.h"
+#include "runtime/context.h"
+#include "runtime/embed.h"
+#include "runtime/model.h"
+#include "tokenizer/tokenizer.h"
+
+using namespace minfer;
+
+namespace {
+
+runtime::ContextParams params(bool embeddings) {
+  runtime::ContextParams p;
+  p.n_ctx = 128;
+  p.n_threads = 1;
+  p.kv_type = GgmlType::F32;
+  p.embeddings = embeddings;
+  return p;
+}
+
+std::vector<float> normalized(std::vector<double> v) {
+  double n = 0;
+  for (double x : v) n += x * x;
+  std::vector<float> out;
+  for (double x : v) out.push_back(float(x / std::sqrt(n)));
+  return out;
+}
+
+void expect_near(const std::vector<float>& a, const std::vector<float>& b, float tol) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], tol) << "element " << i;
+}
+
+}  // namespace
+
+TEST(Embeddings, HiddenStatesAreWhatTheLogitsComeFrom) {
+  MINFER_REQUIRE_SHARED();
+  const auto model = runtime::Model::load(test::shared_path("models/stories260K.gguf"));
+  const auto& hp = model->hparams();
+  const std::vector<int32_t> tokens = model->tokenizer().encode("Once upon a time, a little dog", true, false);
+  const int64_t nt = int64_t(tokens.size()), ne = hp.n_embd, nv = hp.n_vocab;
+  runtime::Context ce(*model, params(true)), cl(*model, params(false));
+  ASSERT_EQ(ce.row_width(), ne);
+  const auto h = ce.decode(tokens, nt);
+  const std::vector<float> hidden(h.begin(), h.end());
+  const auto l = cl.decode(tokens, nt);
+  const std::vector<float> logits(l.begin(), l.end());
+  ASSERT_EQ(hidden.size(), size_t(nt * ne));
+
+  // logits[i][v] = output row v . hidden[i], the output matrix read from the GGUF rows.
+  const models::TensorRef& w = model->tensors().get(hp.tied_output ? "token_embd.weight" : "output.weight");
+  std::vector<float> row(static_cast<size_t>(ne));
+  double worst = 0;
+  for (int64_t v = 0; v < nv; ++v) {
+    quant::dequantize_row(w.type, w.data + size_t(v) * row_size(w.type, ne), row.data(), ne);
+    for (int64_t i = 0; i < nt; ++i) {
+      double dot = 0;
+      for (int64_t k = 0; k < ne; ++k) dot += double(row[size_t(k)]) * hidden[size_t(i * ne + k)];
+      worst = std::max(worst, std::fabs(dot - logits[size_t(i * nv + v)]));
+    }
+  }
+  EXPECT_LT(worst, 1e-3);
+
+  // Pooled: the mean, the first and the last row, at unit length; batches do not change them.
+  std::vector<double> mean(static_cast<size_t>(ne), 0.0), first(static_cast<size_t>(ne)), last(static_cast<size_t>(ne));
+  for (int64_t k = 0; k < ne; ++k) {
+    for (int64_t i = 0; i < nt; ++i) mean[size_t(k)] += hidden[size_t(i * ne + k)] / double(nt);
+    first[size_t(k)] = hidden[size_t(k)];
+    last[size_t(k)] = hidden[size_t((nt - 1) * ne + k)];
+  }
+  using runtime::Pooling;
+  for (int64_t batch : {int64_t(512), int64_t(3)}) {
+    expect_near(runtime::embed(ce, tokens, Pooling::Mean, batch), normalized(mean), 1e-5f);
+    expect_near(runtime::embed(ce, tokens, Pooling::Cls, batch), normalized(first), 1e-5f);
+    expect_near(runtime::embed(ce, tokens, Pooling::Last, batch), normalized(last), 1e-5f);
+  }
+  EXPECT_THROW(runtime::embed(ce, tokens, Pooling::None), Error);
+  EXPECT_THROW(runtime::embed(cl, tokens, Pooling::Mean), Error);  // a logits context
+  EXPECT_THROW(runtime::embed(ce, {}, Pooling::Mean), Error);
+  EXPECT_EQ(runtime::pooling_from_name("last"), Pooling::Last);
+  EXPECT_THROW(runtime::pooling_from_name("max"), Error);
+}
