@@ -31,22 +31,32 @@ size_t marker_tail(std::string_view s, std::string_view marker) {
 
 bool prompt_opens_thinking(std::string_view prompt) { return rtrim(prompt).ends_with(kOpen); }
 
-ReasonedReply split_reasoning(std::string_view reply, bool opened_in_prompt, bool partial) {
+ReasonedView split_reasoning_view(std::string_view reply, bool opened_in_prompt, bool partial, size_t* searched) {
   std::string_view rest = reply;
   if (!opened_in_prompt) {
     const std::string_view start = ltrim(reply);
     if (partial && start.size() < kOpen.size() && kOpen.starts_with(start)) return {};  // may still open
-    if (!start.starts_with(kOpen)) return {"", std::string(partial ? rtrim(reply) : reply)};
+    if (!start.starts_with(kOpen)) return {"", partial ? rtrim(reply) : reply};
     rest = start.substr(kOpen.size());
   }
-  const size_t close = rest.find(kClose);
+  // A marker that ends where the last search stopped may have begun just before it.
+  const size_t offset = size_t(rest.data() - reply.data());
+  size_t from = searched && *searched > offset + kClose.size() ? *searched - offset - (kClose.size() - 1) : 0;
+  const size_t close = rest.find(kClose, from);
   if (close == std::string_view::npos) {
+    if (searched) *searched = reply.size();
     // Still thinking (or never stopped): all of it is reasoning.
     if (partial) rest.remove_suffix(marker_tail(rest, kClose));
-    return {std::string(rtrim(ltrim(rest))), ""};
+    return {rtrim(ltrim(rest)), ""};
   }
+  if (searched) *searched = offset + close;  // found: the next call finds it again at once
   const std::string_view answer = ltrim(rest.substr(close + kClose.size()));
-  return {std::string(rtrim(ltrim(rest.substr(0, close)))), std::string(partial ? rtrim(answer) : answer)};
+  return {rtrim(ltrim(rest.substr(0, close))), partial ? rtrim(answer) : answer};
+}
+
+ReasonedReply split_reasoning(std::string_view reply, bool opened_in_prompt, bool partial) {
+  const ReasonedView v = split_reasoning_view(reply, opened_in_prompt, partial);
+  return {std::string(v.reasoning), std::string(v.content)};
 }
 
 }  // namespace minfer::chat

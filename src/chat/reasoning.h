@@ -24,4 +24,12 @@ bool prompt_opens_thinking(std::string_view prompt);
 // prefix of the same part of the final one.
 ReasonedReply split_reasoning(std::string_view reply, bool opened_in_prompt, bool partial = false);
 
+// The same split as views into `reply`, for a reply that grows token by token: `searched` (0 at
+// first, then kept by the caller between calls on the same growing reply) is how much of it has
+// been searched for the block's end, so that each call looks only at what is new.
+struct ReasonedView {
+  std::string_view reasoning, content;
+};
+ReasonedView split_reasoning_view(std::string_view reply, bool opened_in_prompt, bool partial, size_t* searched = nullptr);
+
 }  // namespace minfer::chat

@@ -4,6 +4,7 @@
 // from where a call may begin), so that what went out is always a prefix of the final parts.
 // Pure text: the server feeds it the generated text and sends what it gives.
 #pragma once
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,13 +34,19 @@ class ReplyShaper {
   Final finish();
 
  private:
-  chat::ReasonedReply visible(bool partial) const;
-  Delta advance(const chat::ReasonedReply& v);
+  // Each push looks only at what is new (the think block's end, a call's marker), so a reply
+  // costs its length, not its length squared.
+  chat::ReasonedView visible(bool partial);
+  size_t call_start(std::string_view content);
+  Delta advance(const chat::ReasonedView& v);
 
   bool reasoning_, thinking_open_;
   chat::ToolCallFormat calls_;
   std::string reply_;
-  chat::ReasonedReply sent_;
+  size_t searched_ = 0;                // of reply_, for the think block's end
+  size_t scanned_ = 0;                 // of the content, for a call's marker
+  std::optional<size_t> call_at_;      // where a call began, once a whole marker is seen
+  size_t sent_reasoning_ = 0, sent_content_ = 0;  // bytes of each part that went out
 };
 
 }  // namespace minfer::server

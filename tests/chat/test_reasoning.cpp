@@ -60,3 +60,21 @@ TEST(Reasoning, EveryPartialSplitIsAPrefixOfTheFinalOne) {
     }
   }
 }
+
+// The incremental form (a growing reply searched only where it is new) splits every prefix as
+// the plain one does.
+TEST(Reasoning, IncrementalSearchGivesTheSameSplits) {
+  std::string reply = "<think>\n";
+  for (int i = 0; i < 40; ++i) reply += "step " + std::to_string(i) + " </thin k> ";
+  reply += "\n</think>\n\nThe answer.";
+  for (bool opened : {false, true}) {
+    size_t searched = 0;
+    for (size_t k = 0; k <= reply.size(); k += 3) {
+      const std::string_view part = std::string_view(reply).substr(0, k);
+      const ReasonedView fast = split_reasoning_view(part, opened, true, &searched);
+      const ReasonedReply plain = split_reasoning(part, opened, true);
+      ASSERT_EQ(fast.reasoning, plain.reasoning) << "at " << k;
+      ASSERT_EQ(fast.content, plain.content) << "at " << k;
+    }
+  }
+}

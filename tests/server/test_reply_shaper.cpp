@@ -40,12 +40,16 @@ TEST(ReplyShaper, StreamedPiecesAddUpToTheFinalParts) {
       "{\"name\": \"f\", \"parameters\": {}}",
       "Sure. [TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}]",
       "Hmm...</think>Answer",
+      // Long texts: markers far from the start, so each push sees only the new part of them.
+      "<think>\n" + std::string(300, 'a') + " </thin k> " + std::string(50, 'b') + "\n</think>\n\n" + std::string(200, 'c') +
+          " <tool_ca ll> " + std::string(40, 'd') + "\n<tool_call>\n{\"name\": \"w\", \"arguments\": {}}\n</tool_call>",
+      std::string(120, 'x') + " [TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}]",
   };
   for (const std::string& reply : replies)
     for (bool reasoning : {false, true})
       for (bool opened : {false, true})
         for (ToolCallFormat f : {ToolCallFormat::None, ToolCallFormat::Hermes, ToolCallFormat::Llama3Json, ToolCallFormat::MistralNemo})
-          for (size_t piece : {1, 3, 1000}) {
+          for (size_t piece : {1, 3, 7, 1000}) {
             if (opened && !reasoning) continue;  // only the reasoning split reads the prompt's block
             const Streamed s = stream(reply, piece, reasoning, opened, f);
             SCOPED_TRACE(reply + " piece " + std::to_string(piece) + " format " + chat::tool_call_format_name(f) +
@@ -75,4 +79,11 @@ TEST(ReplyShaper, ReasoningAndCallsComeApart) {
   EXPECT_TRUE(s.final.calls.empty());
   EXPECT_EQ(s.text, s.final.parts.content);
   EXPECT_TRUE(s.text.starts_with("<tool_call>"));
+
+  // Text goes out as it comes: before the end only a marker's start can be waiting.
+  ReplyShaper live(true, false, ToolCallFormat::Hermes);
+  std::string out;
+  const std::string text = std::string(500, 'w') + " and a <tool";
+  for (char c : text) out += live.push(std::string(1, c)).text;
+  EXPECT_EQ(out, std::string(500, 'w') + " and a ");
 }
