@@ -12,6 +12,7 @@
 #include "chat/tool_calls.h"
 #include "common/error.h"
 #include "server/openai_api.h"
+#include "server/reply_shaper.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
@@ -36,6 +37,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (call.name.empty() || !nlohmann::ordered_json::parse(call.arguments).is_object()) std::abort();
     if (reply.calls.empty() && reply.content != body) std::abort();
     if (minfer::chat::tool_call_start(f, body) > body.size()) std::abort();
+  }
+  // The server's streaming view of the same bytes as a reply, fed in pieces of 1-8 bytes (the
+  // sizes from the first byte): what goes out adds up to the final parts (a prefix of them
+  // where the calls' parse trimmed spaces).
+  const size_t step = size > 0 ? 1 + data[0] % 8 : 1;
+  for (auto f : {ToolCallFormat::None, ToolCallFormat::Hermes, ToolCallFormat::Llama3Json, ToolCallFormat::MistralNemo}) {
+    for (bool reasoning : {false, true}) {
+      minfer::server::ReplyShaper shaper(reasoning, false, f);
+      std::string text, thought;
+      for (size_t i = 0; i < size; i += step) {
+        const auto d = shaper.push(body.substr(i, step));
+        text += d.text;
+        thought += d.reasoning;
+      }
+      const auto fin = shaper.finish();
+      text += fin.rest.text;
+      thought += fin.rest.reasoning;
+      if (thought != fin.parts.reasoning) std::abort();
+      if (fin.calls.empty() ? text != fin.parts.content : !text.starts_with(fin.parts.content)) std::abort();
+    }
   }
   for (bool opened : {false, true}) {
     const auto whole = minfer::chat::split_reasoning(body, opened);

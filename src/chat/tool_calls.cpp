@@ -19,8 +19,9 @@ constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+// The text before a call keeps its start as written (it may have gone out already, streamed),
+// not the spaces that led up to the call.
+std::string_view rtrim(std::string_view s) {
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
 }
@@ -118,7 +119,7 @@ ParsedReply parse_hermes(std::string_view reply) {
     // Text between and after the calls is the model's too.
     content += reply.substr(next, (at == std::string_view::npos ? reply.size() : at) - next);
   }
-  out.content = std::string(trim(content));
+  out.content = std::string(rtrim(content));
   return out;
 }
 
@@ -152,8 +153,8 @@ ParsedReply parse_mistral(std::string_view reply) {
     if (!call) return plain(reply);
     out.calls.push_back(*call);
   }
-  if (!trim(reply.substr(value->second)).empty()) return plain(reply);
-  out.content = std::string(trim(reply.substr(0, at)));
+  if (skip_space(reply, value->second) < reply.size()) return plain(reply);
+  out.content = std::string(rtrim(reply.substr(0, at)));
   return out;
 }
 

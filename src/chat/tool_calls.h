@@ -29,7 +29,7 @@ struct ToolCall {
 };
 
 struct ParsedReply {
-  std::string content;          // the text that is no call (surrounding whitespace trimmed when there are calls)
+  std::string content;          // the text that is no call (without the spaces before a call)
   std::vector<ToolCall> calls;  // empty: the reply is plain content
 };
 

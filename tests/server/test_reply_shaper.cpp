@@ -44,6 +44,8 @@ TEST(ReplyShaper, StreamedPiecesAddUpToTheFinalParts) {
       "<think>\n" + std::string(300, 'a') + " </thin k> " + std::string(50, 'b') + "\n</think>\n\n" + std::string(200, 'c') +
           " <tool_ca ll> " + std::string(40, 'd') + "\n<tool_call>\n{\"name\": \"w\", \"arguments\": {}}\n</tool_call>",
       std::string(120, 'x') + " [TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}]",
+      // Spaces before the text went out as written: the content keeps them (the fuzzer's find).
+      "\t\n3\no <tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1.5}}",
   };
   for (const std::string& reply : replies)
     for (bool reasoning : {false, true})
@@ -87,3 +89,4 @@ TEST(ReplyShaper, ReasoningAndCallsComeApart) {
   for (char c : text) out += live.push(std::string(1, c)).text;
   EXPECT_EQ(out, std::string(500, 'w') + " and a ");
 }
+
