@@ -234,15 +234,15 @@ ToolCallGrammar tool_call_grammar(ToolCallFormat f, const json& tools, bool para
   switch (f) {
     case ToolCallFormat::Hermes: {
       const std::string call = "\"<tool_call>\\n\" " + rule + " \"\\n</tool_call>\"";
-      return {one, parallel ? call + " (\"\\n\" " + call + ")*" : call};
+      return {one, parallel ? call + " (\"\\n\" " + call + ")*" : call, {std::string(kHermesOpen)}};
     }
     case ToolCallFormat::MistralNemo: {
       json list = {{"type", "array"}, {"items", one}, {"minItems", 1}};
       if (!parallel) list["maxItems"] = 1;
-      return {list, "\"[TOOL_CALLS]\" " + rule};
+      return {list, "\"[TOOL_CALLS]\" " + rule, {std::string(kMistralCalls)}};
     }
     default:  // Llama 3 calls one function at a time
-      return {one, rule};
+      return {one, rule, {}};
   }
 }
 

@@ -54,6 +54,10 @@ std::vector<std::string> tool_call_control_markers(ToolCallFormat f);
 struct ToolCallGrammar {
   nlohmann::ordered_json schema;
   std::string root;
+  // The texts that open a call, where the syntax has a marker (Hermes, Mistral): for
+  // tool_choice auto the grammar holds only from one of them on (a lazy grammar, as
+  // llama-server's). Llama 3's calls have none: they are read from the reply, not constrained.
+  std::vector<std::string> triggers;
 };
 inline constexpr const char* kToolCallRule = "tool-call";
 ToolCallGrammar tool_call_grammar(ToolCallFormat f, const nlohmann::ordered_json& tools, bool parallel);

@@ -5,6 +5,9 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "grammar/matcher.h"
 
@@ -16,18 +19,28 @@ namespace minfer::runtime {
 
 class TokenGrammar {
  public:
-  // At the start of the grammar; `tok` must outlive this.
-  TokenGrammar(std::shared_ptr<const grammar::Grammar> rules, const tok::Tokenizer& tok);
+  // At the start of the grammar; `tok` must outlive this. `triggers` makes it lazy (llama.cpp's
+  // grammar triggers, which its server uses for tool_choice auto): every token is allowed until
+  // one of these texts appears in the generated text, and from its first byte on the text must
+  // follow the grammar (a token that would start it wrongly is not allowed).
+  TokenGrammar(std::shared_ptr<const grammar::Grammar> rules, const tok::Tokenizer& tok,
+               std::vector<std::string> triggers = {});
 
   bool allows(int32_t id) const;
   // Appends the token's text (end-of-generation tokens: nothing). Error when !allows(id).
   void accept(int32_t id);
   // Only end-of-generation can follow: the text is complete and no character can extend it.
-  bool finished() const { return m_.complete() && !m_.can_continue(); }
+  bool finished() const { return active_ && m_.complete() && !m_.can_continue(); }
+  bool active() const { return active_; }
 
  private:
+  size_t trigger_at(std::string_view text) const;  // the earliest trigger's start, or npos
+
   grammar::Matcher m_;
   const tok::Tokenizer& tok_;
+  std::vector<std::string> triggers_;
+  bool active_ = true;
+  std::string pending_;  // lazy: the end of the text so far that a trigger may still begin in
 };
 
 }  // namespace minfer::runtime

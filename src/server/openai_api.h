@@ -82,6 +82,8 @@ struct CompletionRequest {
   // schema: "json_schema", response_format json_object or json_schema), parsed; none when null.
   std::shared_ptr<const grammar::Grammar> grammar;
   std::vector<std::string> grammar_warnings;  // the schema's constraints it does not hold
+  // Set by the server for tool_choice auto: the grammar holds from one of these texts on.
+  std::vector<std::string> grammar_triggers;
 };
 
 // A request body that must be a JSON object: Error when it is not JSON, or not an object.

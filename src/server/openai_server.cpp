@@ -164,22 +164,24 @@ json OpenAiServer::generation_settings(const CompletionRequest& r) const {
               {"n_probs", r.logprobs ? r.top_logprobs : 0}};
 }
 
-std::shared_ptr<const grammar::Grammar> OpenAiServer::tool_call_grammar(const CompletionRequest& r) const {
+void OpenAiServer::set_tool_call_grammar(CompletionRequest& r) const {
   const chat::ToolCallGrammar g = chat::tool_call_grammar(tool_format_, r.tools, r.parallel_tool_calls);
+  const bool lazy = r.tool_choice == CompletionRequest::ToolChoice::Auto;
+  if (lazy && g.triggers.empty()) return;  // Llama 3's calls: read from the reply only
   try {
-    return std::make_shared<const grammar::Grammar>(
+    r.grammar = std::make_shared<const grammar::Grammar>(
         grammar::json_schema_in_gbnf(g.schema, chat::kToolCallRule, g.root).grammar);
   } catch (const Error& e) {
     fail("'tools': a function's parameters: {}", e.what());
   }
+  if (lazy) r.grammar_triggers = g.triggers;
 }
 
 std::vector<int32_t> OpenAiServer::prepare(CompletionRequest& r) const {
   std::string rendered;
   std::vector<int32_t> tokens = prompt_tokens(r, &rendered);
   r.thinking_open = chat::prompt_opens_thinking(rendered);
-  if (r.calls_tools() && r.tool_choice == CompletionRequest::ToolChoice::Required)
-    r.grammar = tool_call_grammar(r);
+  if (r.calls_tools()) set_tool_call_grammar(r);
   return tokens;
 }
 
@@ -208,7 +210,8 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   std::optional<runtime::TokenGrammar> grammar;
   const bool calls = r.calls_tools();
   // The server's default grammar is for replies, not for calls.
-  if (const auto& rules = r.grammar ? r.grammar : calls ? nullptr : opts_.grammar) go.grammar = &grammar.emplace(rules, model_.tokenizer());
+  if (const auto& rules = r.grammar ? r.grammar : calls ? nullptr : opts_.grammar)
+    go.grammar = &grammar.emplace(rules, model_.tokenizer(), r.grammar_triggers);
   if (opts_.log)
     for (const std::string& w : r.grammar_warnings) opts_.log("warning: JSON schema: " + w);
   CompletionResult out;

@@ -93,8 +93,8 @@ class OpenAiServer {
   // generated token, or when it brings tools the template has no call format for.
   // `rendered`: the chat prompt's text, when wanted.
   std::vector<int32_t> prompt_tokens(const CompletionRequest& r, std::string* rendered = nullptr) const;
-  // Readies a checked request for complete(): tool_choice "required" (or a named function) gets
-  // the grammar that makes the reply calls, and thinking_open is found from the prompt. Error
+  // Readies a checked request for complete(): tools get the grammar of their calls (see
+  // set_tool_call_grammar), and thinking_open is found from the prompt. Error
   // (400) as prompt_tokens; returns the prompt.
   std::vector<int32_t> prepare(CompletionRequest& r) const;
   // Generates for `r` with the context (waiting for the one in progress); on_text gets the text
@@ -122,8 +122,9 @@ class OpenAiServer {
   std::string render_chat(const CompletionRequest& r) const;
   // llama-server's generation_settings of a request (/completion's response).
   nlohmann::ordered_json generation_settings(const CompletionRequest& r) const;
-  // tool_choice "required" or a named function: the grammar that makes the reply calls.
-  std::shared_ptr<const grammar::Grammar> tool_call_grammar(const CompletionRequest& r) const;
+  // The grammar of the reply's calls: from the start for tool_choice "required" or a named
+  // function; for "auto" from a call's opening marker on (lazy), where the syntax has one.
+  void set_tool_call_grammar(CompletionRequest& r) const;
 
   const runtime::Model& model_;
   ServeOptions opts_;

@@ -580,6 +580,19 @@ TEST(OpenAiServer, ToolCalls) {
   }
   EXPECT_EQ(text, res["choices"][0]["message"]["content"]);
 
+  // "auto" with the call's opening made likely (a logit bias on Qwen's <tool_call> token): from
+  // that marker on the lazy grammar holds this random model to a well-formed call.
+  const json marker = post(cli, "/tokenize", {{"content", "<tool_call>"}})["tokens"];
+  ASSERT_EQ(marker.size(), 1u);
+  json nudged = body;
+  nudged["tool_choice"] = "auto";
+  nudged["chat_template_kwargs"] = {{"enable_thinking", false}};
+  nudged["logit_bias"] = {{std::to_string(marker[0].get<int>()), 100}};
+  res = post(cli, "/v1/chat/completions", nudged);
+  ASSERT_EQ(res["choices"][0]["finish_reason"], "tool_calls") << res.dump();
+  ASSERT_EQ(res["choices"][0]["message"]["tool_calls"].size(), 1u);
+  EXPECT_TRUE(json::parse(res["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()).is_object());
+
   // A conversation with a call and its result, sent as OpenAI clients send it (arguments as
   // JSON text, content null), renders as Hugging Face renders the golden case.
   const json cases = read_json("golden/templates/CASES.json");
