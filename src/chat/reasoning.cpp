@@ -1,31 +1,14 @@
 #include "chat/reasoning.h"
 
-#include <algorithm>
+#include "chat/reply_text.h"
 
 namespace minfer::chat {
 namespace {
 
+using namespace reply_text;
+
 constexpr std::string_view kOpen = "<think>";
 constexpr std::string_view kClose = "</think>";
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-std::string_view ltrim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  return s;
-}
-
-std::string_view rtrim(std::string_view s) {
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-// How many characters at the end of `s` are a proper start of `marker`.
-size_t marker_tail(std::string_view s, std::string_view marker) {
-  for (size_t n = std::min(marker.size() - 1, s.size()); n > 0; --n)
-    if (s.substr(s.size() - n) == marker.substr(0, n)) return n;
-  return 0;
-}
 
 }  // namespace
 

@@ -4,32 +4,20 @@
 #include <optional>
 
 #include "chat/json_io.h"
+#include "chat/reply_text.h"
 #include "chat/template.h"
 
 namespace minfer::chat {
 namespace {
 
 using json = nlohmann::ordered_json;
+using namespace reply_text;
 
 constexpr std::string_view kHermesOpen = "<tool_call>";
 constexpr std::string_view kHermesClose = "</tool_call>";
 constexpr std::string_view kThinkClose = "</think>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-// The text before a call keeps its start as written (it may have gone out already, streamed),
-// not the spaces that led up to the call.
-std::string_view rtrim(std::string_view s) {
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-size_t skip_space(std::string_view s, size_t pos) {
-  while (pos < s.size() && is_space(s[pos])) ++pos;
-  return pos;
-}
 
 // The end of the JSON object or array that opens at `pos`, brackets matched outside strings;
 // npos when it does not close within `s`.
@@ -91,9 +79,7 @@ std::optional<ToolCall> call_of(const json& j, std::initializer_list<const char*
 // s.size() when neither.
 size_t marker_start(std::string_view s, std::string_view marker) {
   if (const size_t at = s.find(marker); at != std::string_view::npos) return at;
-  for (size_t n = std::min(marker.size() - 1, s.size()); n > 0; --n)
-    if (s.substr(s.size() - n) == marker.substr(0, n)) return s.size() - n;
-  return s.size();
+  return s.size() - marker_tail(s, marker);
 }
 
 ParsedReply plain(std::string_view reply) { return ParsedReply{std::string(reply), {}}; }
@@ -119,6 +105,8 @@ ParsedReply parse_hermes(std::string_view reply) {
     // Text between and after the calls is the model's too.
     content += reply.substr(next, (at == std::string_view::npos ? reply.size() : at) - next);
   }
+  // The text keeps its start as written (it may have gone out already, streamed), not the
+  // spaces that led up to a call.
   out.content = std::string(rtrim(content));
   return out;
 }
