@@ -88,3 +88,27 @@ TEST(Embeddings, HiddenStatesAreWhatTheLogitsComeFrom) {
   EXPECT_EQ(runtime::pooling_from_name("last"), Pooling::Last);
   EXPECT_THROW(runtime::pooling_from_name("max"), Error);
 }
+
+// llama.cpp's own embedding of the same text: the oracle (node-llama-cpp 3.21.1, llama.cpp
+// v0.4.0, its default F16 KV cache) through getEmbeddingFor on an embeddings context, which for
+// a model without a pooling type returns the last token's hidden state as it is. Recorded here
+// from ../shared/oracle (2026-12-06); F16 against our F32 cache leaves ~2e-4 of difference.
+TEST(Embeddings, LastTokenMatchesLlamaCpp) {
+  MINFER_REQUIRE_SHARED();
+  static const float kLlamaCpp[] = {
+    4.608512f, -0.167478f, -2.103388f, -1.474783f, -1.003617f, -6.059639f, 1.551608f, -0.893736f,
+    -0.098671f, -1.032585f, -0.150404f, 0.543801f, 0.785811f, -0.701265f, 2.258093f, 0.817256f,
+    1.299546f, -0.515477f, -0.967871f, -2.139665f, -2.739954f, 1.683712f, 1.398914f, 0.351710f,
+    -2.434167f, -0.140316f, 1.297200f, 0.716999f, 1.490002f, -2.467418f, 0.740761f, 9.850902f,
+    2.883896f, 0.306201f, -0.693117f, -0.987493f, -2.601249f, -1.996062f, 0.942420f, -0.050486f,
+    2.296038f, 3.626960f, -0.323441f, -2.357471f, 1.009581f, 0.021047f, 0.291556f, -1.374996f,
+    0.878556f, 1.114298f, 0.438816f, 0.003655f, -2.652493f, -1.891505f, 3.037514f, 1.263824f, 1.317335f,
+    -1.440661f, 0.133411f, -0.929291f, 0.445972f, -1.625818f, -0.943999f, 1.838244f
+  };
+  std::vector<double> want(std::begin(kLlamaCpp), std::end(kLlamaCpp));
+  const auto model = runtime::Model::load(test::shared_path("models/stories260K.gguf"));
+  ASSERT_EQ(size_t(model->hparams().n_embd), want.size());
+  runtime::Context ctx(*model, params(true));
+  const std::vector<int32_t> tokens = model->tokenizer().encode("Once upon a time, a little dog", true, true);
+  expect_near(runtime::embed(ctx, tokens, runtime::Pooling::Last), normalized(want), 1e-3f);
+}
