@@ -6,6 +6,10 @@
 
 namespace minfer::chat::reply_text {
 
+// A thinking model's block (Qwen3, QwQ, DeepSeek R1).
+inline constexpr std::string_view kThinkOpen = "<think>";
+inline constexpr std::string_view kThinkClose = "</think>";
+
 inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 inline std::string_view ltrim(std::string_view s) {

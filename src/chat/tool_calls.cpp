@@ -15,7 +15,6 @@ using namespace reply_text;
 
 constexpr std::string_view kHermesOpen = "<tool_call>";
 constexpr std::string_view kHermesClose = "</tool_call>";
-constexpr std::string_view kThinkClose = "</think>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
 

@@ -568,6 +568,11 @@ json usage_chunk(ApiKind kind, const ResponseHead& h, const CompletionResult& r)
 }
 
 json native_response(const ResponseHead& h, const CompletionResult& r, const NativeExtras& x) {
+  using runtime::StopReason;
+  const char* stop_type = r.stop_reason == StopReason::Eog          ? "eos"
+                          : r.stop_reason == StopReason::StopString ? "word"
+                          : r.stop_reason == StopReason::Interrupted ? "none"
+                                                                     : "limit";
   json out = {{"index", 0},
               {"content", r.text},
               {"tokens", x.return_tokens ? json(r.tokens) : json::array()},
@@ -579,8 +584,8 @@ json native_response(const ResponseHead& h, const CompletionResult& r, const Nat
               {"generation_settings", x.generation_settings},
               {"prompt", x.prompt},
               {"has_new_line", r.text.find('\n') != std::string::npos},
-              {"truncated", r.truncated},
-              {"stop_type", r.stop_type},
+              {"truncated", r.stop_reason == StopReason::ContextFull},  // the context filled up
+              {"stop_type", stop_type},
               {"stopping_word", r.stopping_word},
               {"tokens_cached", r.cached_tokens},
               {"timings", timings_json(r)}};

@@ -40,6 +40,7 @@
 
 #include "chat/tool_calls.h"
 #include "grammar/gbnf.h"
+#include "runtime/generate.h"
 #include "server/infill.h"
 #include "runtime/sampler.h"
 
@@ -120,9 +121,8 @@ struct CompletionResult {
   std::string reasoning;       // chat: the think block's text, when taken out of the reply
   std::vector<chat::ToolCall> tool_calls;  // ids set
   std::string finish_reason;  // "stop", "length" or "tool_calls"
-  std::string stop_type;      // llama-server's: "eos", "word" (a stop string), "limit", "none"
+  runtime::StopReason stop_reason = runtime::StopReason::Length;  // (llama-server's stop_type)
   std::string stopping_word;  // the stop string that ended the text
-  bool truncated = false;     // the context filled up
   std::vector<int32_t> tokens;  // the generated ids (an ending end-of-generation token aside)
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;  // of prompt_tokens, reused from the previous request's cache

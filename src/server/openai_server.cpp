@@ -265,13 +265,7 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
 
   out.text = std::move(g.text);
   out.finish_reason = finish_reason(g.reason);
-  switch (g.reason) {
-    case runtime::StopReason::Eog: out.stop_type = "eos"; break;
-    case runtime::StopReason::StopString: out.stop_type = "word"; break;
-    case runtime::StopReason::Length: out.stop_type = "limit"; break;
-    case runtime::StopReason::ContextFull: out.stop_type = "limit"; out.truncated = true; break;
-    default: out.stop_type = "none";
-  }
+  out.stop_reason = g.reason;
   out.stopping_word = std::move(g.stop_string);
   if (shaper) {
     ReplyShaper::Final f = shaper->finish();

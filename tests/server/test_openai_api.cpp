@@ -463,7 +463,7 @@ TEST(OpenAiResponse, ShapesOfTheReference) {
 
   // llama-server's own shape (/completion, /infill).
   CompletionResult nr = r;
-  nr.stop_type = "word";
+  nr.stop_reason = runtime::StopReason::StopString;
   nr.stopping_word = "END";
   nr.tokens = {5, 6, 7};
   const json nj = native_response(h, nr, {"the prompt", json{{"n_predict", 3}}, true});
@@ -478,6 +478,12 @@ TEST(OpenAiResponse, ShapesOfTheReference) {
   EXPECT_EQ(nj["prompt"], "the prompt");
   EXPECT_EQ(nj["generation_settings"]["n_predict"], 3);
   EXPECT_EQ(nj["has_new_line"], false);
+  EXPECT_EQ(nj["truncated"], false);
+  nr.stop_reason = runtime::StopReason::ContextFull;
+  EXPECT_EQ(native_response(h, nr, {})["stop_type"], "limit");
+  EXPECT_EQ(native_response(h, nr, {})["truncated"], true);
+  nr.stop_reason = runtime::StopReason::Eog;
+  EXPECT_EQ(native_response(h, nr, {})["stop_type"], "eos");
   EXPECT_EQ(nj["model"], "m.gguf");
   EXPECT_FALSE(nj.contains("completion_probabilities"));  // not asked
   EXPECT_TRUE(native_response(h, nr, {"", json::object(), false})["tokens"].empty());
