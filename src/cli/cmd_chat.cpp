@@ -59,8 +59,9 @@ class ChatSession {
  public:
   ChatSession(const runtime::Model& m, runtime::Context& ctx, runtime::Sampler& s,
               std::string tmpl, cli::Log& log, const cli::GenFlags& f,
-              std::shared_ptr<const grammar::Grammar> grammar)
-      : m_(m), ctx_(ctx), sampler_(s), tmpl_(std::move(tmpl)), log_(log), f_(f), grammar_(std::move(grammar)) {
+              std::shared_ptr<const grammar::Grammar> grammar, runtime::Drafter* drafter)
+      : m_(m), ctx_(ctx), sampler_(s), tmpl_(std::move(tmpl)), log_(log), f_(f), grammar_(std::move(grammar)),
+        drafter_(drafter) {
     clear();
   }
 
@@ -91,6 +92,7 @@ class ChatSession {
     go.stop = f_.stop;
     go.ignore_eog = f_.ignore_eos;
     go.interrupt = &g_interrupt;
+    go.drafter = drafter_;
     std::optional<runtime::TokenGrammar> grammar;  // each reply follows it from its start
     if (grammar_) go.grammar = &grammar.emplace(grammar_, m_.tokenizer());
     g_interrupt.store(false);
@@ -238,6 +240,7 @@ class ChatSession {
   cli::Log& log_;
   const cli::GenFlags& f_;
   const std::shared_ptr<const grammar::Grammar> grammar_;  // or none
+  runtime::Drafter* drafter_;                               // or none
   json messages_;
   std::vector<int32_t> kv_tokens_;
   std::string kv_text_;
@@ -275,8 +278,9 @@ int run_chat(int argc, char** argv) {
   if (!tmpl) fail("{}: the model has no chat template (give one with --chat-template-file)", model_path);
   auto cp = cli::context_params(model, f);
   runtime::Context ctx(model, cp);
+  const cli::Draft draft = cli::load_draft(f, model, cp, log);
   runtime::Sampler sampler(f.sampler_params());
-  ChatSession chat(model, ctx, sampler, *tmpl, log, f, grammar_rules);
+  ChatSession chat(model, ctx, sampler, *tmpl, log, f, grammar_rules, draft.drafter.get());
   if (!session_path.empty() && std::filesystem::exists(session_path)) chat.load(session_path);
 
   const bool interactive = isatty(STDIN_FILENO);

@@ -119,6 +119,7 @@ int run_run(int argc, char** argv) {
   runtime::Context ctx(model, cp);
   log.detail("context: {} tokens, {} threads, KV {}", ctx.n_ctx(), cp.n_threads,
              type_name(cp.kv_type));
+  const cli::Draft draft = cli::load_draft(f, model, cp, log);
 
   if (!dump_dot.empty() || !dump_json.empty()) {
     const int64_t nt = int64_t(tokens.size());
@@ -140,6 +141,7 @@ int run_run(int argc, char** argv) {
   go.stop = f.stop;
   go.ignore_eog = f.ignore_eos;
   go.strip_leading_space = tok.add_space_prefix() && !templated;
+  go.drafter = draft.drafter.get();
   std::optional<runtime::TokenGrammar> grammar;
   if (grammar_rules) go.grammar = &grammar.emplace(grammar_rules, tok);
   cli::Progress bar("prompt", !f.quiet && tokens.size() >= 256);

@@ -53,6 +53,7 @@ int run_serve(int argc, char** argv) {
     return 2;
   }
   f.validate();
+  if (embeddings && !f.model_draft.empty()) fail("--model-draft: not with --embeddings (nothing is generated)");
   const auto grammar_rules = f.grammar_rules();
   cli::Log log;
   f.setup_log(log);
@@ -73,6 +74,8 @@ int run_serve(int argc, char** argv) {
     log.warn("{}: /v1/chat/completions is off (no chat template{}); /v1/completions works",
              model_path, f.no_template ? ": --no-template" : "; give one with --chat-template-file");
   o.ctx = cli::context_params(model, f);
+  const cli::Draft draft = cli::load_draft(f, model, o.ctx, log);
+  o.drafter = draft.drafter.get();
   o.sampling = f.sampler_params();
   o.seed = f.seed;
   o.n_predict = f.n_predict;

@@ -4,6 +4,8 @@
 #include <exception>
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cli/command.h"
@@ -23,9 +25,24 @@ bool register_command(const Command& c) {
 
 const std::vector<Command>& commands() { return registry(); }
 
+// llama.cpp's short flags of more than one letter, which CLI11 cannot name: each is given to it
+// as its long form.
+static const char* long_form(std::string_view arg) {
+  static constexpr std::pair<std::string_view, const char*> kFlags[] = {
+      {"-md", "--model-draft"}, {"-cd", "--ctx-size-draft"}};
+  for (const auto& [short_flag, long_flag] : kFlags)
+    if (arg == short_flag) return long_flag;
+  return nullptr;
+}
+
 void parse(CLI::App& app, int argc, char** argv) {
+  std::vector<char*> args(argv, argv + argc);
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") break;
+    if (const char* l = long_form(argv[i])) args[size_t(i)] = const_cast<char*>(l);
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(argc, args.data());
   } catch (const CLI::CallForHelp& e) {
     std::exit(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {

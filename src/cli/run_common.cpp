@@ -70,6 +70,16 @@ void GenFlags::add_to(CLI::App& app) {
                  "JSON schema the generated text must follow (as llama.cpp: {} is any JSON object)");
   app.add_option("--json-schema-file", json_schema_file, "file holding such a schema");
   app.add_option("--kv-type", kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
+  app.add_option("--model-draft", model_draft,
+                 "-md: draft model for speculative decoding (same vocabulary as the model)");
+  app.add_option("--draft-max,--draft,--draft-n", draft.n_max, "tokens drafted per step at most")
+      ->capture_default_str();
+  app.add_option("--draft-min,--draft-n-min", draft.n_min, "shorter drafts are not used")
+      ->capture_default_str();
+  app.add_option("--draft-p-min", draft.p_min, "drafting stops at a token less likely than this")
+      ->capture_default_str();
+  app.add_option("--ctx-size-draft", ctx_size_draft, "-cd: draft model's context size (0 = the model's -c)")
+      ->capture_default_str();
   app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
   app.add_flag("--no-template", no_template, "raw completion: do not apply the chat template");
   app.add_option("--system", system, "system message (with a chat template)");
@@ -88,6 +98,9 @@ void GenFlags::validate() const {
   if (threads > 1024) fail("-t {}: more than 1024 threads", threads);
   parse_kv_type(kv_type);
   sampler_params().validate();
+  draft.validate();
+  if (ctx_size_draft < 0) fail("-cd {}: the context size must be >= 0", ctx_size_draft);
+  if (ctx_size_draft > (int64_t(1) << 20)) fail("-cd {}: larger than 1048576 tokens", ctx_size_draft);
 }
 
 std::shared_ptr<const grammar::Grammar> GenFlags::grammar_rules() const {
@@ -203,6 +216,21 @@ runtime::ContextParams context_params(const runtime::Model& m, const GenFlags& f
   return cp;
 }
 
+Draft load_draft(const GenFlags& f, const runtime::Model& target, const runtime::ContextParams& target_cp, Log& log) {
+  Draft d;
+  if (f.model_draft.empty()) return d;
+  d.model = load_model(f.model_draft, log).model;
+  const std::string why = runtime::draft_mismatch(target.tokenizer(), d.model->tokenizer());
+  if (!why.empty()) fail("{}: cannot draft for this model: {}", f.model_draft, why);
+  runtime::ContextParams cp = target_cp;
+  cp.n_ctx = f.ctx_size_draft > 0 ? f.ctx_size_draft : target_cp.n_ctx;
+  d.ctx = std::make_unique<runtime::Context>(*d.model, cp);
+  d.drafter = std::make_unique<runtime::Drafter>(*d.ctx, f.draft);
+  log.detail("draft: {} ({}), context {} tokens, up to {} tokens a step, p-min {}", f.model_draft,
+             d.model->arch(), d.ctx->n_ctx(), f.draft.n_max, f.draft.p_min);
+  return d;
+}
+
 // ---- prompts ----
 
 std::string read_text_file(const std::string& path, const char* what) {
@@ -234,6 +262,9 @@ void print_timings(Log& log, double load_ms, const runtime::GenerateResult& r) {
   log.info("minfer:       total time = {:10.2f} ms / {:5} tokens ({} generated, stopped: {})",
            std::max(0.0, load_ms) + r.t_prompt_ms + r.t_gen_ms, r.n_prompt + int64_t(r.tokens.size()),
            r.tokens.size(), runtime::stop_reason_name(r.reason));
+  if (r.speculative)
+    log.info("minfer:            draft = {:10} tokens drafted, {} accepted ({:.1f} %)", r.n_drafted,
+             r.n_draft_accepted, r.n_drafted ? 100.0 * double(r.n_draft_accepted) / double(r.n_drafted) : 0.0);
 }
 
 }  // namespace minfer::cli

@@ -16,6 +16,7 @@
 #include "runtime/generate.h"
 #include "runtime/model.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative.h"
 
 namespace minfer::cli {
 
@@ -67,6 +68,10 @@ struct GenFlags {
   std::string json_schema;       // or a JSON schema, made a grammar as llama.cpp does (-j)
   std::string json_schema_file;  // or a file of it
   std::string kv_type = "f16";  // llama.cpp's default
+  // Speculative decoding, llama.cpp's flags: -md, --draft-max, --draft-min, --draft-p-min, -cd.
+  std::string model_draft;
+  runtime::DraftParams draft;
+  int64_t ctx_size_draft = 0;  // 0: the target's context size
   bool no_template = false;
   bool ignore_eos = false;
   std::string system;
@@ -93,6 +98,13 @@ struct Loaded {
   double load_ms = 0;
 };
 
+// The draft model of -md with its context and drafter (all empty without -md).
+struct Draft {
+  std::unique_ptr<runtime::Model> model;
+  std::unique_ptr<runtime::Context> ctx;
+  std::unique_ptr<runtime::Drafter> drafter;
+};
+
 // Checks the path first (missing file, directory) so that the message is about the file.
 Loaded load_model(const std::string& path, Log& log);
 
@@ -102,6 +114,9 @@ Loaded load_model(const std::string& path, Log& log);
 int64_t choose_n_ctx(const runtime::Model& m, int64_t requested, GgmlType kv_type);
 GgmlType parse_kv_type(const std::string& s);
 runtime::ContextParams context_params(const runtime::Model& m, const GenFlags& f);
+// Loads -md's model, with a context of -cd tokens (0: the target's) and the target's threads
+// and KV type. Error naming the file when its vocabulary cannot stand in for the target's.
+Draft load_draft(const GenFlags& f, const runtime::Model& target, const runtime::ContextParams& target_cp, Log& log);
 
 // The chat template to use: --chat-template-file, else the model's; nullopt when none.
 std::optional<std::string> chat_template(const runtime::Model& m, const std::string& file);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
+#include <list>
 #include <vector>
 
 #include "backend/cpu/kernels.h"
@@ -35,6 +37,12 @@ struct Slot {
   sched::GraphAllocator alloc;
 };
 
+// Speculative decoding verifies a token and its draft in one batch whose rows are all wanted, a
+// few tokens long and of a length that changes from step to step: the last few such shapes keep
+// their graphs (their buffers are small) instead of rebuilding the prompt's slot each step.
+constexpr size_t kVerifySlots = 8;
+constexpr int64_t kMaxVerifyTokens = 64;
+
 }  // namespace
 
 struct Context::Impl {
@@ -44,7 +52,8 @@ struct Context::Impl {
   std::vector<sched::Backend*> backends{&cpu};
   sched::Executor exec{backends};
   sched::KvStore kv;
-  Slot slots[2];
+  Slot prefill, decode;
+  std::list<Slot> verify;  // most recently used first
   graph::CParams cparams;
   int n_threads = 1;
   std::vector<float> logits;
@@ -97,7 +106,26 @@ int64_t Context::row_width() const { return params_.embeddings ? model_.hparams(
 
 void Context::set_observer(NodeObserver obs) { impl_->observer = std::move(obs); }
 
-void Context::truncate(int64_t n) { n_past_ = std::clamp<int64_t>(n, 0, n_past_); }
+void Context::truncate(int64_t n) {
+  n_past_ = std::clamp<int64_t>(n, 0, n_past_);
+  tokens_.resize(size_t(n_past_));
+}
+
+// The slot for this batch shape: a single token's, a verification batch's (moved to the front
+// of the recently used; on a miss the least recently used one is taken over), or the prompts'.
+static Slot& slot_for(Context::Impl& im, int64_t nt, int64_t n_out) {
+  if (nt == 1) return im.decode;
+  if (n_out != nt || nt > kMaxVerifyTokens) return im.prefill;
+  auto it = std::find_if(im.verify.begin(), im.verify.end(), [&](const Slot& s) {
+    return s.cache.params() && s.cache.params()->n_tokens == nt;
+  });
+  if (it == im.verify.end()) {
+    if (im.verify.size() < kVerifySlots) im.verify.emplace_back();
+    it = std::prev(im.verify.end());
+  }
+  im.verify.splice(im.verify.begin(), im.verify, it);
+  return im.verify.front();
+}
 
 // Returns the slot holding the scheduled graph for this batch shape, building it on a miss.
 static Slot& prepare(Context::Impl& im, const Model& model, Stats& stats, int64_t nt,
@@ -107,7 +135,7 @@ static Slot& prepare(Context::Impl& im, const Model& model, Stats& stats, int64_
   gp.n_out = n_out;
   gp.gtype = nt == 1 ? graph::GraphType::Decode : graph::GraphType::Prefill;
   gp.cparams = im.cparams;
-  Slot& s = im.slots[nt == 1 ? 1 : 0];
+  Slot& s = slot_for(im, nt, n_out);
   models::FusedKernels fk;
   fk.qkv = im.cpu.has_fused(sched::FusedKind::FusedQKV);
   fk.qkv_bias_rope_store = im.cpu.has_fused(sched::FusedKind::QkvBiasRopeStore);
@@ -151,7 +179,7 @@ template <class Export>
 static std::string export_graph(Context& ctx, Context::Impl& im, int64_t n_tokens, int64_t n_out,
                                 Export&& to_text) {
   const graph::ComputeGraph& g = ctx.graph_for(n_tokens, n_out);
-  Slot& s = im.slots[n_tokens == 1 ? 1 : 0];
+  Slot& s = slot_for(im, n_tokens, n_out);
   graph::ExportInfo info;
   info.params = s.cache.params();
   info.backend_names = {im.cpu.name()};
@@ -231,6 +259,7 @@ std::span<const float> Context::decode(std::span<const int32_t> tokens, int64_t 
   }
   im.logits.assign(out.begin(), out.end());
   n_past_ += nt;
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   stats_.tokens_evaluated += uint64_t(nt);
   ++stats_.decode_calls;
   stats_.t_eval_ms += ms_since(t0);

@@ -61,6 +61,8 @@ class Context {
   std::span<const float> decode(std::span<const int32_t> tokens, int64_t n_out = 1);
 
   int64_t n_past() const { return n_past_; }
+  // The tokens the KV cache holds, by position (n_past() of them).
+  std::span<const int32_t> tokens() const { return tokens_; }
   int64_t n_ctx() const;
   int64_t n_vocab() const;
   int64_t row_width() const;  // of decode()'s rows: n_vocab, or n_embd with embeddings
@@ -85,6 +87,7 @@ class Context {
   ContextParams params_;
   std::unique_ptr<Impl> impl_;
   int64_t n_past_ = 0;
+  std::vector<int32_t> tokens_;
   Stats stats_;
 };
 

@@ -1,10 +1,12 @@
 #include "runtime/generate.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "common/error.h"
 #include "runtime/context.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative.h"
 #include "runtime/stop.h"
 #include "runtime/token_grammar.h"
 #include "tokenizer/tokenizer.h"
@@ -66,13 +68,20 @@ GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sample
 
   t0 = Clock::now();
   const int64_t n_vocab = ctx.n_vocab();
+  // What the cache holds is the prompt and every sampled token but the last, plus, with a
+  // drafter, the guesses decoded after it: rows[i] are the logits after drafted[i - 1] (row 0
+  // after the last sampled token), and drafted[cursor] is the guess the next sample may confirm.
+  const int64_t base = ctx.n_past();
+  res.speculative = opts.drafter != nullptr;
+  std::vector<int32_t> batch, drafted, history;
+  size_t cursor = 0;
   res.reason = StopReason::Length;
   for (int64_t i = 0; opts.n_predict < 0 || i < opts.n_predict; ++i) {
     if (opts.interrupt && opts.interrupt->load()) {
       res.reason = StopReason::Interrupted;
       break;
     }
-    const auto row = logits.subspan(logits.size() - size_t(n_vocab));
+    const auto row = logits.subspan(cursor * size_t(n_vocab), size_t(n_vocab));
     int32_t id = sampler.sample(row);
     if (opts.grammar && !opts.grammar->allows(id)) {
       id = sampler.sample(row, [&](int32_t t) { return opts.grammar->allows(t); });
@@ -94,15 +103,43 @@ GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sample
       break;
     }
     if (opts.n_predict >= 0 && i + 1 >= opts.n_predict) break;
+    if (cursor < drafted.size() && drafted[cursor] == id) {
+      // The guess holds: the token is in the cache already and its row is the next one.
+      ++cursor;
+      ++res.n_tokens_in_kv;
+      ++res.n_draft_accepted;
+      continue;
+    }
+    ctx.truncate(base + res.n_tokens_in_kv);  // the guesses that did not hold
     if (ctx.n_past() + 1 > n_ctx) {
       res.reason = StopReason::ContextFull;
       break;
     }
-    const int32_t one[1] = {id};
-    logits = ctx.decode(one, 1);
+    batch.assign(1, id);
+    drafted.clear();
+    cursor = 0;
+    if (opts.drafter) {
+      // Each guess's row gives one more sample: no more than the samples still wanted, and the
+      // guesses must fit the context behind the token.
+      int64_t room = n_ctx - ctx.n_past() - 1;
+      if (opts.n_predict >= 0) room = std::min(room, opts.n_predict - (i + 1) - 1);
+      if (room > 0 && room >= opts.drafter->params().n_min) {
+        history.assign(ctx.tokens().begin(), ctx.tokens().end());
+        history.push_back(id);
+        drafted = opts.drafter->draft(history, room);
+        // A draft vocabulary may be larger than the target's (by padding rows).
+        const auto out = std::find_if(drafted.begin(), drafted.end(), [&](int32_t t) { return t >= n_vocab; });
+        drafted.erase(out, drafted.end());
+        if (int64_t(drafted.size()) < opts.drafter->params().n_min) drafted.clear();
+        batch.insert(batch.end(), drafted.begin(), drafted.end());
+        res.n_drafted += int64_t(drafted.size());
+      }
+    }
+    logits = ctx.decode(batch, int64_t(batch.size()));
     ++res.n_tokens_in_kv;
     ++res.n_gen_evals;
   }
+  ctx.truncate(base + res.n_tokens_in_kv);
   if (res.reason != StopReason::StopString) {
     auto r = stops.push(dec.flush());
     emit(std::move(r.text));

@@ -17,6 +17,7 @@ class Tokenizer;
 namespace minfer::runtime {
 
 class Context;
+class Drafter;
 class Sampler;
 class TokenGrammar;
 
@@ -42,6 +43,10 @@ struct GenerateOptions {
   // token; once it is complete and nothing can extend it, end-of-generation ends the text even
   // with ignore_eog.
   TokenGrammar* grammar = nullptr;
+  // Speculative decoding (speculative.h): each step decodes the sampled token with the draft
+  // model's guesses after it, and the rows are sampled in order while the guesses hold. The text
+  // is the same as without it.
+  Drafter* drafter = nullptr;
 };
 
 struct GenerateResult {
@@ -54,6 +59,9 @@ struct GenerateResult {
   double t_prompt_ms = 0;           // prefill
   double t_gen_ms = 0;              // sampling + decoding of generated tokens
   int64_t n_gen_evals = 0;          // decode calls for generated tokens
+  bool speculative = false;         // a drafter was given
+  int64_t n_drafted = 0;            // draft tokens evaluated by the target (with a drafter)
+  int64_t n_draft_accepted = 0;     // of them, the ones sampling agreed with
 };
 
 // Prefills `prompt` (must not be empty: its last logits seed the first sample), then generates.

@@ -442,7 +442,7 @@ runtime::SamplerParams sampler_params(const CompletionRequest& r, runtime::Sampl
 json timings_json(const CompletionResult& r) {
   auto per_token = [](double ms, int64_t n) { return n > 0 ? ms / double(n) : 0.0; };
   auto per_second = [](double ms, int64_t n) { return ms > 0 ? 1000.0 * double(n) / ms : 0.0; };
-  return json{{"cache_n", r.cached_tokens},
+  json t{{"cache_n", r.cached_tokens},
               {"prompt_n", r.prompt_evaluated},
               {"prompt_ms", r.prompt_ms},
               {"prompt_per_token_ms", per_token(r.prompt_ms, r.prompt_evaluated)},
@@ -451,6 +451,11 @@ json timings_json(const CompletionResult& r) {
               {"predicted_ms", r.predicted_ms},
               {"predicted_per_token_ms", per_token(r.predicted_ms, r.completion_tokens)},
               {"predicted_per_second", per_second(r.predicted_ms, r.completion_tokens)}};
+  if (r.draft_n > 0) {  // as llama-server: only when the draft model guessed
+    t["draft_n"] = r.draft_n;
+    t["draft_n_accepted"] = r.draft_n_accepted;
+  }
+  return t;
 }
 
 namespace {

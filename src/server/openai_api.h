@@ -129,6 +129,7 @@ struct CompletionResult {
   int64_t completion_tokens = 0;
   int64_t prompt_evaluated = 0;  // prompt tokens run through the model (the rest was cached)
   double prompt_ms = 0, predicted_ms = 0;
+  int64_t draft_n = 0, draft_n_accepted = 0;  // speculative decoding's guesses, and those kept
   bool has_logprobs = false;  // asked for: then one entry per generated token (an ending EOG aside)
   std::vector<SampledLogprobs> logprobs;
 };

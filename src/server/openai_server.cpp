@@ -207,6 +207,7 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   go.stop.insert(go.stop.end(), r.stop.begin(), r.stop.end());
   go.ignore_eog = r.ignore_eos || opts_.ignore_eos;
   go.interrupt = &cancel_;
+  go.drafter = opts_.drafter;
   std::optional<runtime::TokenGrammar> grammar;
   const bool calls = r.calls_tools();
   // The server's default grammar is for replies, not for calls.
@@ -284,15 +285,18 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   out.completion_tokens = int64_t(g.tokens.size());
   out.prompt_ms = g.t_prompt_ms;
   out.predicted_ms = g.t_gen_ms;
+  out.draft_n = g.n_drafted;
+  out.draft_n_accepted = g.n_draft_accepted;
   if (opts_.log)
     opts_.log(fmt::format("{}: prompt {} tokens ({} cached, {:.1f} t/s), {} generated ({:.1f} t/s), "
-                          "stopped: {}",
+                          "stopped: {}{}",
                           r.kind == ApiKind::Chat ? "chat" : r.kind == ApiKind::Infill ? "infill" : "completion", out.prompt_tokens,
                           out.cached_tokens,
                           out.prompt_ms > 0 ? 1000.0 * double(out.prompt_evaluated) / out.prompt_ms : 0.0,
                           out.completion_tokens,
                           out.predicted_ms > 0 ? 1000.0 * double(out.completion_tokens) / out.predicted_ms : 0.0,
-                          runtime::stop_reason_name(g.reason)));
+                          runtime::stop_reason_name(g.reason),
+                          g.speculative ? fmt::format(", draft {} of {} accepted", g.n_draft_accepted, g.n_drafted) : ""));
   return out;
 }
 

@@ -39,6 +39,7 @@ namespace httplib {
 class Server;
 }
 namespace minfer::runtime {
+class Drafter;
 class Model;
 }
 
@@ -71,6 +72,9 @@ struct ServeOptions {
   // {arch}.pooling_type.
   bool embeddings = false;
   std::optional<runtime::Pooling> pooling;
+  // Speculative decoding for the generating endpoints (-md): the draft model's drafter, over a
+  // context of its own; the caller keeps it alive as long as the server.
+  runtime::Drafter* drafter = nullptr;
   size_t max_body = 8u << 20;
   std::function<void(const std::string&)> log;  // one line per request (stderr in the CLI)
 };

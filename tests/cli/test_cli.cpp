@@ -237,6 +237,23 @@ TEST_F(Cli, ChatPrefillsOnlyTheNewTokensEachTurn) {
   EXPECT_LT(turns[1][0], turns[1][3] / 2);
 }
 
+// A chat with a draft model: each turn's reply is the one without it (same seed), also once
+// the caches hold earlier turns.
+TEST_F(Cli, ChatWithADraftModel) {
+  MINFER_REQUIRE_SHARED();
+  spit(dir_ / "chatml.jinja", kChatml);
+  const std::string args = "chat " + qwen2() + " --chat-template-file " + q((dir_ / "chatml.jinja").string()) +
+                           " -s 7 -n 12 --verbose";
+  const std::string input = "Hi\nHow are you?\nTell me more.\n";
+  const Result plain = run(args, input);
+  const Result spec = run(args + " -md " + qwen2() + " --draft-p-min 0 --draft-max 3", input);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  ASSERT_EQ(spec.code, 0) << spec.err;
+  EXPECT_EQ(spec.out, plain.out);
+  EXPECT_EQ(std::count(spec.out.begin(), spec.out.end(), '\n'), 3);
+  EXPECT_NE(spec.err.find("tokens drafted"), std::string::npos) << spec.err;
+}
+
 TEST_F(Cli, ChatSessionRoundTrips) {
   MINFER_REQUIRE_SHARED();
   spit(dir_ / "chatml.jinja", kChatml);
@@ -452,6 +469,28 @@ TEST_F(Cli, BadInputIsOneLineAndTheRightExitCode) {
   expect_error("serve " + q((dir_ / "missing.gguf").string()), 1, {"missing.gguf", "no such file"});
   expect_error("serve " + stories() + " --port 70000", 2, {"--port"});
   expect_error("serve " + stories() + " --temp -1", 1, {"temperature"});
+  // Speculative decoding's flags.
+  const std::string tiny_random = q(minfer::test::shared_path("models/llama-2-tiny-random.gguf"));
+  expect_error(stories() + " hi -md " + tiny_random, 1, {"llama-2-tiny-random.gguf", "cannot draft", "32000"});
+  expect_error(stories() + " hi -md " + q((dir_ / "missing.gguf").string()), 1, {"missing.gguf", "no such file"});
+  expect_error(stories() + " hi -md " + stories() + " --draft-p-min 2", 1, {"--draft-p-min"});
+  expect_error(stories() + " hi -md " + stories() + " --draft-max 2 --draft-min 3", 1, {"--draft-min"});
+  expect_error(stories() + " hi -md " + stories() + " -cd -4", 1, {"-cd"});
+  expect_error("serve " + stories() + " --embeddings -md " + stories(), 1, {"--model-draft", "--embeddings"});
+}
+
+// -md (llama.cpp's speculative decoding): the text is llama.cpp's greedy text all the same, with
+// a line on stderr for the guesses; llama.cpp's spellings of the flags are taken.
+TEST_F(Cli, DraftModelLeavesTheTextAsItIs) {
+  MINFER_REQUIRE_SHARED();
+  const json g = json::parse(slurp(minfer::test::shared_path("golden/models/stories260K.greedy64.json")));
+  const auto& c = g["cases"][0];
+  for (const std::string flags : {" -md " + stories(), " --model-draft " + stories() + " --draft 3 --draft-p-min 0 -cd 128"}) {
+    const Result r = run(stories() + " " + q(c["prompt_text"]) + " -n 64 --temp 0 --kv-type f32" + flags);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, c["greedy"]["text"].get<std::string>()) << flags;
+    EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(draft = +[1-9][0-9]* tokens drafted, [1-9][0-9]* accepted)"))) << r.err;
+  }
 }
 
 // `minfer serve` as a user starts it: the address on stdout, the flags as the defaults of a

@@ -151,6 +151,53 @@ TEST(Context, TruncateForgetsTheTail) {
   EXPECT_LE(max_diff(l1, l2), 1e-5f);
 }
 
+// tokens() is what the cache holds: decode appends, truncate cuts.
+TEST(Context, TokensFollowDecodeAndTruncate) {
+  MINFER_REQUIRE_SHARED();
+  runtime::Context ctx(model("stories260K.gguf"));
+  EXPECT_TRUE(ctx.tokens().empty());
+  run(ctx, {1, 403, 407});
+  run(ctx, {261});
+  EXPECT_EQ(std::vector<int32_t>(ctx.tokens().begin(), ctx.tokens().end()), (std::vector<int32_t>{1, 403, 407, 261}));
+  ctx.truncate(2);
+  EXPECT_EQ(std::vector<int32_t>(ctx.tokens().begin(), ctx.tokens().end()), (std::vector<int32_t>{1, 403}));
+  EXPECT_THROW(ctx.decode(std::vector<int32_t>{1, 99999}), Error);  // a failed decode adds nothing
+  EXPECT_EQ(ctx.tokens().size(), 2u);
+}
+
+// Batches whose every row is asked for (speculative decoding's verification) keep the graphs of
+// their last eight lengths beside the prompt's and the single token's; each gives the rows a
+// fresh context gives.
+TEST(Context, VerificationBatchesKeepTheirGraphs) {
+  MINFER_REQUIRE_SHARED();
+  const runtime::Model& m = model("stories260K.gguf");
+  runtime::Context ctx(m);
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 500};
+  run(ctx, prompt);
+  run(ctx, {300});
+  std::vector<int32_t> all = prompt;
+  all.push_back(300);
+  auto step = [&](int n) {
+    std::vector<int32_t> batch;
+    for (int i = 0; i < n; ++i) batch.push_back(int32_t(300 + (all.size() + size_t(i)) % 100));
+    const std::vector<float> got = run(ctx, batch, n);
+    all.insert(all.end(), batch.begin(), batch.end());
+    runtime::Context fresh(m);
+    const std::vector<float> want = run(fresh, all, n);
+    EXPECT_LE(max_diff(got, want), 1e-4f) << "batch of " << n;
+  };
+  for (int n : {2, 3, 2, 3, 4}) step(n);
+  EXPECT_EQ(ctx.stats().prefill_builds, 4u);  // the prompt's, then 2, 3 and 4 once each
+  for (int n : {5, 6, 7, 8, 9, 10}) step(n);  // 2 is now the least recently used: it goes
+  EXPECT_EQ(ctx.stats().prefill_builds, 10u);
+  step(3);
+  EXPECT_EQ(ctx.stats().prefill_builds, 10u);
+  step(2);
+  EXPECT_EQ(ctx.stats().prefill_builds, 11u);
+  run(ctx, {300}, 1);
+  EXPECT_EQ(ctx.stats().decode_builds, 1u);  // the single token's graph stayed
+}
+
 TEST(Context, PromptLongerThanContextIsAnError) {
   MINFER_REQUIRE_SHARED();
   runtime::ContextParams cp;

@@ -20,6 +20,7 @@
 #include "common/test_data.h"
 #include "runtime/embed.h"
 #include "runtime/model.h"
+#include "runtime/speculative.h"
 #include "server/openai_server.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/gen_model.h"
@@ -171,6 +172,53 @@ TEST(OpenAiServer, GreedyCompletionsReproduceLlamaCpp) {
 // carry the same entries.
 // llama-server's own /completion: the golden greedy text again, in its response shape, whole
 // and streamed; a stop string is its stopping_word.
+// With a draft model (-md) the replies are llama.cpp's greedy text all the same, whole and
+// streamed, also when the cache is reused; the timings say what the draft guessed, as
+// llama-server's do.
+TEST(OpenAiServer, DraftModelLeavesTheRepliesAsTheyAre) {
+  MINFER_REQUIRE_SHARED();
+  const auto draft_model = runtime::Model::load(test::shared_path("models/stories260K.gguf"));
+  runtime::ContextParams dcp;
+  dcp.n_ctx = 256;
+  dcp.n_threads = 1;
+  dcp.kv_type = GgmlType::F32;
+  runtime::Context dctx(*draft_model, dcp);
+  runtime::DraftParams dp;
+  dp.n_max = 5;
+  dp.p_min = 0.3f;
+  runtime::Drafter drafter(dctx, dp);
+  server::ServeOptions o;
+  o.drafter = &drafter;
+  auto r = start("stories260K.gguf", o);
+  httplib::Client cli("127.0.0.1", r->port);
+  const json golden = read_json("golden/models/stories260K.greedy64.json");
+  for (int round = 0; round < 2; ++round) {
+    for (const json& c : golden["cases"]) {
+      const std::string want = c["greedy"]["text"];
+      json body = {{"prompt", c["prompt_text"]}, {"max_tokens", 64}, {"temperature", 0}, {"ignore_eos", true}};
+      const json res = post(cli, "/v1/completions", body);
+      EXPECT_EQ(as_detokenized(res["choices"][0]["text"], want), want);
+      EXPECT_EQ(res["usage"]["completion_tokens"], 64);
+      const json& t = res["timings"];
+      EXPECT_GT(t.value("draft_n", 0), 0) << t.dump();
+      EXPECT_GT(t.value("draft_n_accepted", 0), 0) << t.dump();
+      EXPECT_LE(t.value("draft_n_accepted", 0), t.value("draft_n", 0));
+      body["stream"] = true;
+      auto sres = cli.Post("/v1/completions", body.dump(), "application/json");
+      ASSERT_TRUE(sres);
+      std::string text;
+      for (const std::string& p : sse_payloads(sres->body))
+        if (p != "[DONE]") text += json::parse(p)["choices"][0]["text"].get<std::string>();
+      EXPECT_EQ(as_detokenized(text, want), want);
+    }
+  }
+  // Without a draft model the timings have no draft fields.
+  auto plain = start("stories260K.gguf");
+  httplib::Client pcli("127.0.0.1", plain->port);
+  const json res = post(pcli, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}});
+  EXPECT_FALSE(res["timings"].contains("draft_n")) << res["timings"].dump();
+}
+
 TEST(OpenAiServer, LlamaServersOwnCompletionEndpoint) {
   MINFER_REQUIRE_SHARED();
   auto r = start("stories260K.gguf");

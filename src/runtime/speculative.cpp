@@ -1,0 +1,93 @@
+#include "runtime/speculative.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "common/error.h"
+#include "runtime/context.h"
+#include "runtime/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::runtime {
+
+void DraftParams::validate() const {
+  if (n_max < 0) fail("--draft-max must be >= 0, got {}", n_max);
+  if (n_min < 0) fail("--draft-min must be >= 0, got {}", n_min);
+  if (n_min > n_max) fail("--draft-min ({}) must not exceed --draft-max ({})", n_min, n_max);
+  if (!(p_min >= 0.0f && p_min <= 1.0f)) fail("--draft-p-min must be in [0, 1], got {}", p_min);
+}
+
+std::string draft_mismatch(const tok::Tokenizer& target, const tok::Tokenizer& draft) {
+  if (target.model() != draft.model())
+    return fmt::format("its tokenizer is '{}', the target's '{}'", draft.model(), target.model());
+  if (target.bos() != draft.bos() || target.eos() != draft.eos() ||
+      target.add_bos() != draft.add_bos() || target.add_eos() != draft.add_eos())
+    return fmt::format("its BOS/EOS tokens ({}/{}, added: {}/{}) are not the target's ({}/{}, added: {}/{})",
+                       draft.bos(), draft.eos(), draft.add_bos(), draft.add_eos(), target.bos(),
+                       target.eos(), target.add_bos(), target.add_eos());
+  // llama.cpp's SPEC_VOCAB_MAX_SIZE_DIFFERENCE: padding rows at the end of a vocabulary differ
+  // between sizes of one family (Qwen2.5 7B 152064, 0.5B 151936).
+  const int32_t nt = target.n_vocab(), nd = draft.n_vocab();
+  if (std::abs(nt - nd) > 128)
+    return fmt::format("its vocabulary has {} tokens, the target's {} (at most 128 apart)", nd, nt);
+  for (int32_t id = 5; id < std::min(nt, nd); ++id)
+    if (target.token_text(id) != draft.token_text(id))
+      return fmt::format("token {} is '{}' there, '{}' in the target", id, draft.token_text(id),
+                         target.token_text(id));
+  return {};
+}
+
+Drafter::Drafter(Context& ctx, DraftParams p) : ctx_(ctx), p_(p) { p_.validate(); }
+
+namespace {
+
+// The most likely token and its probability among the k most likely, as llama.cpp's draft
+// sampler (top-k 40) reports it.
+std::pair<int32_t, double> top_choice(std::span<const float> logits, size_t k, std::vector<float>& scratch) {
+  const int32_t best = argmax(logits);
+  const float top = logits[size_t(best)];
+  if (!std::isfinite(top)) return {best, 0.0};
+  scratch.assign(logits.begin(), logits.end());
+  k = std::min(k, scratch.size());
+  std::nth_element(scratch.begin(), scratch.begin() + ptrdiff_t(k - 1), scratch.end(), std::greater<>());
+  double sum = 0;
+  for (size_t i = 0; i < k; ++i) sum += std::exp(double(scratch[i]) - double(top));
+  return {best, 1.0 / sum};
+}
+
+}  // namespace
+
+std::vector<int32_t> Drafter::draft(std::span<const int32_t> history, int64_t n) {
+  std::vector<int32_t> out;
+  if (history.empty()) return out;
+  // The last drafted token is never evaluated: history and n - 1 guesses must fit.
+  n = std::min<int64_t>({n, p_.n_max, ctx_.n_ctx() - int64_t(history.size()) + 1});
+  if (n <= 0) return out;
+
+  // Keep what the cache shares with the history; the last history token is always evaluated,
+  // since its logits give the first guess.
+  const std::span<const int32_t> cached = ctx_.tokens();
+  size_t common = 0;
+  while (common < cached.size() && common + 1 < history.size() && cached[common] == history[common])
+    ++common;
+  ctx_.truncate(int64_t(common));
+  std::span<const float> logits;
+  constexpr size_t kBatch = 512;
+  for (size_t i = common; i < history.size(); i += kBatch)
+    logits = ctx_.decode(history.subspan(i, std::min(kBatch, history.size() - i)), 1);
+
+  while (true) {
+    const auto [id, p] = top_choice(logits, 40, scratch_);
+    if (p < double(p_.p_min)) break;
+    out.push_back(id);
+    if (int64_t(out.size()) >= n) break;
+    const int32_t one[1] = {id};
+    logits = ctx_.decode(one, 1);
+  }
+  return out;
+}
+
+}  // namespace minfer::runtime
