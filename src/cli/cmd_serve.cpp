@@ -39,6 +39,8 @@ int run_serve(int argc, char** argv) {
       ->capture_default_str();
   bool embeddings = false;
   std::string pooling;
+  bool metrics = false;
+  app.add_flag("--metrics", metrics, "GET /metrics: Prometheus-compatible metrics (llama-server's)");
   app.add_flag("--embeddings,--embedding", embeddings,
                "compute embeddings (POST /v1/embeddings) instead of generating text");
   app.add_option("--pooling", pooling, "how --embeddings pools the tokens' hidden states: mean, cls, last "
@@ -85,6 +87,7 @@ int run_serve(int argc, char** argv) {
   o.grammar = grammar_rules;
   o.extract_reasoning = reasoning_format != "none";
   o.embeddings = embeddings;
+  o.metrics = metrics;
   if (!pooling.empty()) o.pooling = runtime::pooling_from_name(pooling);
   o.log = [&log](const std::string& line) { log.info("{}", line); };
 

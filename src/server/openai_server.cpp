@@ -187,7 +187,7 @@ std::vector<int32_t> OpenAiServer::prepare(CompletionRequest& r) const {
 
 CompletionResult OpenAiServer::complete(const CompletionRequest& r,
                                         const std::vector<int32_t>& prompt, const TextSink& on_text) {
-  std::lock_guard lk(ctx_mu_);
+  const ModelTurn turn(ctx_mu_, metrics_);
   cancel_ = stopping_.load();
   runtime::Sampler sampler(sampler_params(r, opts_.sampling,
                                           opts_.seed ? *opts_.seed : runtime::random_seed()));
@@ -297,6 +297,8 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
                           out.predicted_ms > 0 ? 1000.0 * double(out.completion_tokens) / out.predicted_ms : 0.0,
                           runtime::stop_reason_name(g.reason),
                           g.speculative ? fmt::format(", draft {} of {} accepted", g.n_draft_accepted, g.n_drafted) : ""));
+  metrics_.record(g.n_prompt, g.t_prompt_ms, out.completion_tokens, g.t_gen_ms, ctx_->stats().decode_calls,
+                  int64_t(cached_.size()));
   return out;
 }
 
@@ -349,6 +351,14 @@ void OpenAiServer::setup_routes() {
   };
   s.Get("/v1/models", models);
   s.Get("/models", models);
+
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    if (!opts_.metrics) {
+      send_error(res, 501, "this server does not give metrics: start it with --metrics");
+      return;
+    }
+    res.set_content(metrics_.scrape(ctx_->n_ctx()), "text/plain; version=0.0.4");
+  });
 
   // llama-server's /props: what its web UI and clients read at start (one slot, no images).
   s.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
@@ -470,9 +480,12 @@ void OpenAiServer::setup_routes() {
                inputs.back().size(), ctx_->n_ctx());
         n_tokens += int64_t(inputs.back().size());
       }
-      std::lock_guard lk(ctx_mu_);
+      const ModelTurn turn(ctx_mu_, metrics_);
       cached_.clear();  // the cache is overwritten from its start
+      const auto t0 = std::chrono::steady_clock::now();
       for (const std::vector<int32_t>& t : inputs) vectors.push_back(runtime::embed(*ctx_, t, pooling));
+      metrics_.record(n_tokens, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+                      0, 0, ctx_->stats().decode_calls, ctx_->n_past());
       send_json(res, embeddings_response(opts_.model_name, vectors, n_tokens, r.base64));
     } catch (const Error& e) {
       send_error(res, 400, e.what());

@@ -33,6 +33,7 @@
 #include "runtime/context.h"
 #include "runtime/embed.h"
 #include "runtime/sampler.h"
+#include "server/metrics.h"
 #include "server/openai_api.h"
 
 namespace httplib {
@@ -72,6 +73,7 @@ struct ServeOptions {
   // {arch}.pooling_type.
   bool embeddings = false;
   std::optional<runtime::Pooling> pooling;
+  bool metrics = false;  // --metrics: GET /metrics answers (llama-server's Prometheus text), else 501
   // Speculative decoding for the generating endpoints (-md): the draft model's drafter, over a
   // context of its own; the caller keeps it alive as long as the server.
   runtime::Drafter* drafter = nullptr;
@@ -138,7 +140,8 @@ class OpenAiServer {
   std::unique_ptr<httplib::Server> http_;
   int port_ = 0;
   int64_t created_ = 0;  // load time, for /v1/models
-  std::mutex ctx_mu_;    // one generation at a time
+  std::mutex ctx_mu_;    // one generation at a time (taken through a ModelTurn)
+  ServerMetrics metrics_;
   std::unique_ptr<runtime::Context> ctx_;
   std::vector<int32_t> cached_;  // the tokens whose KV entries the context holds, in order
   std::atomic<bool> cancel_{false};

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <sstream>
 #include <tuple>
 #include <vector>
 #include <httplib.h>
@@ -217,6 +218,69 @@ TEST(OpenAiServer, DraftModelLeavesTheRepliesAsTheyAre) {
   httplib::Client pcli("127.0.0.1", plain->port);
   const json res = post(pcli, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}});
   EXPECT_FALSE(res["timings"].contains("draft_n")) << res["timings"].dump();
+}
+
+// GET /metrics with --metrics: llama-server's Prometheus text, counting what the requests did;
+// the throughput gauges cover the time since the previous scrape. Without the flag: 501.
+TEST(OpenAiServer, Metrics) {
+  MINFER_REQUIRE_SHARED();
+  server::ServeOptions o;
+  o.metrics = true;
+  auto r = start("stories260K.gguf", o);
+  httplib::Client cli("127.0.0.1", r->port);
+  auto scrape = [&] {
+    auto res = cli.Get("/metrics");
+    EXPECT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    EXPECT_EQ(res->get_header_value("Content-Type"), "text/plain; version=0.0.4");
+    std::map<std::string, double> m;
+    std::istringstream in(res->body);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.starts_with("#")) continue;
+      const size_t sp = line.find(' ');
+      EXPECT_TRUE(line.starts_with("llamacpp:") && sp != std::string::npos) << line;
+      m[line.substr(9, sp - 9)] = std::stod(line.substr(sp + 1));
+    }
+    return m;
+  };
+  auto m = scrape();
+  EXPECT_EQ(m.size(), 12u);
+  EXPECT_EQ(m["prompt_tokens_total"], 0);
+  EXPECT_EQ(m["requests_processing"], 0);
+
+  int64_t prompt = 0, predicted = 0, last_prompt = 0;
+  for (const char* text : {"Once upon a time", "Once upon a time, a cat"}) {
+    const json res = post(cli, "/v1/completions", {{"prompt", text}, {"max_tokens", 10}, {"temperature", 0}, {"ignore_eos", true}});
+    prompt += res["timings"]["prompt_n"].get<int64_t>();
+    predicted += res["usage"]["completion_tokens"].get<int64_t>();
+    last_prompt = res["usage"]["prompt_tokens"].get<int64_t>();
+  }
+  m = scrape();
+  EXPECT_EQ(m["prompt_tokens_total"], double(prompt));
+  EXPECT_EQ(m["tokens_predicted_total"], double(predicted));
+  EXPECT_GT(m["prompt_seconds_total"], 0);
+  EXPECT_GT(m["tokens_predicted_seconds_total"], 0);
+  EXPECT_GT(m["prompt_tokens_seconds"], 0);
+  EXPECT_GT(m["predicted_tokens_seconds"], 0);
+  // One call per prompt and one per generated token but the last of each request.
+  EXPECT_EQ(m["n_decode_total"], 2.0 + 2 * 9);
+  // The cache: the second prompt and its reply but the last token.
+  EXPECT_EQ(m["kv_cache_tokens"], double(last_prompt + 9));
+  EXPECT_DOUBLE_EQ(m["kv_cache_usage_ratio"], m["kv_cache_tokens"] / 256);
+  EXPECT_EQ(m["requests_deferred"], 0);
+  // The next scrape: totals stay, the gauges start again.
+  const auto again = scrape();
+  EXPECT_EQ(again.at("prompt_tokens_total"), m["prompt_tokens_total"]);
+  EXPECT_EQ(again.at("prompt_tokens_seconds"), 0);
+  EXPECT_EQ(again.at("predicted_tokens_seconds"), 0);
+
+  auto plain = start("stories260K.gguf");
+  httplib::Client pcli("127.0.0.1", plain->port);
+  auto res = pcli.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 501);
+  EXPECT_NE(res->body.find("--metrics"), std::string::npos) << res->body;
 }
 
 TEST(OpenAiServer, LlamaServersOwnCompletionEndpoint) {
