@@ -93,6 +93,7 @@ class ChatSession {
     go.ignore_eog = f_.ignore_eos;
     go.interrupt = &g_interrupt;
     go.drafter = drafter_;
+    go.n_batch = f_.n_batch();
     std::optional<runtime::TokenGrammar> grammar;  // each reply follows it from its start
     if (grammar_) go.grammar = &grammar.emplace(grammar_, m_.tokenizer());
     g_interrupt.store(false);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/llama_flags.h"
 #include "cli/progress.h"
 #include "cli/run_common.h"
 #include "runtime/prompt.h"
@@ -45,7 +46,14 @@ int run_run(int argc, char** argv) {
   app.add_option("--dump-graph", dump_dot, "write the graph for this prompt as Graphviz DOT, then exit");
   app.add_option("--dump-graph-json", dump_json, "write the graph for this prompt as JSON, then exit");
   app.add_option("args", positional, "[MODEL] [PROMPT]");
+  bool conversation = false, no_conversation = false;
+  app.add_flag("--conversation", conversation, "-cnv: llama-cli's conversation mode is 'minfer chat'");
+  app.add_flag("--no-conversation", no_conversation, "-no-cnv: accepted (run is one prompt, one reply)");
   cli::parse(app, argc, argv);
+  if (conversation) {
+    std::fprintf(stderr, "%s: -cnv: run answers one prompt; for a conversation use 'minfer chat MODEL'\n", argv[0]);
+    return 2;
+  }
 
   // Positional forms: MODEL PROMPT, or just PROMPT when -m is given.
   size_t pi = 0;
@@ -93,6 +101,8 @@ int run_run(int argc, char** argv) {
     prompt.pop_back();
     if (prompt.ends_with('\r')) prompt.pop_back();
   }
+  // As llama.cpp (-e, on by default): "\n" in -p or a -f file is a newline. Piped text is taken as it is.
+  if (f.escape && (have_prompt || !prompt_file.empty())) prompt = cli::process_escapes(prompt);
 
   auto loaded = cli::load_model(model_path, log);
   const auto& model = *loaded.model;
@@ -142,6 +152,7 @@ int run_run(int argc, char** argv) {
   go.ignore_eog = f.ignore_eos;
   go.strip_leading_space = tok.add_space_prefix() && !templated;
   go.drafter = draft.drafter.get();
+  go.n_batch = f.n_batch();
   std::optional<runtime::TokenGrammar> grammar;
   if (grammar_rules) go.grammar = &grammar.emplace(grammar_rules, tok);
   cli::Progress bar("prompt", !f.quiet && tokens.size() >= 256);

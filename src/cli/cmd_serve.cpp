@@ -81,6 +81,7 @@ int run_serve(int argc, char** argv) {
   o.sampling = f.sampler_params();
   o.seed = f.seed;
   o.n_predict = f.n_predict;
+  o.n_batch = f.n_batch();
   o.stop = f.stop;
   o.ignore_eos = f.ignore_eos;
   o.system = f.system;

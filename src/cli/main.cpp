@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/llama_flags.h"
 #include "common/error.h"
 
 namespace minfer::cli {
@@ -25,21 +26,14 @@ bool register_command(const Command& c) {
 
 const std::vector<Command>& commands() { return registry(); }
 
-// llama.cpp's short flags of more than one letter, which CLI11 cannot name: each is given to it
-// as its long form.
-static const char* long_form(std::string_view arg) {
-  static constexpr std::pair<std::string_view, const char*> kFlags[] = {
-      {"-md", "--model-draft"}, {"-cd", "--ctx-size-draft"}};
-  for (const auto& [short_flag, long_flag] : kFlags)
-    if (arg == short_flag) return long_flag;
-  return nullptr;
-}
-
 void parse(CLI::App& app, int argc, char** argv) {
-  std::vector<char*> args(argv, argv + argc);
-  for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) == "--") break;
-    if (const char* l = long_form(argv[i])) args[size_t(i)] = const_cast<char*>(l);
+  std::vector<char*> args;
+  try {
+    args = with_llama_cpp_flags(argc, argv);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: %s\nRun '%s --help' for usage.\n", app.get_name().c_str(), e.what(),
+                 app.get_name().c_str());
+    std::exit(2);
   }
   try {
     app.parse(argc, args.data());

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/llama_flags.h"
 #include "cli/progress.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
@@ -70,6 +71,19 @@ void GenFlags::add_to(CLI::App& app) {
                  "JSON schema the generated text must follow (as llama.cpp: {} is any JSON object)");
   app.add_option("--json-schema-file", json_schema_file, "file holding such a schema");
   app.add_option("--kv-type", kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
+  app.add_option("--cache-type-k", cache_type_k, "-ctk: llama.cpp's K cache type (K and V share one type: --kv-type)");
+  app.add_option("--cache-type-v", cache_type_v, "-ctv: llama.cpp's V cache type (K and V share one type: --kv-type)");
+  app.add_option("-b,--batch-size", batch_size, "prompt tokens per decode call (with --ubatch-size, the smaller)")
+      ->capture_default_str();
+  app.add_option("--ubatch-size", ubatch_size, "-ub: prompt tokens per decode call (with -b, the smaller)")
+      ->capture_default_str();
+  app.add_option("--n-gpu-layers,--gpu-layers", n_gpu_layers, "-ngl: llama.cpp's GPU layers; minfer runs on the CPU");
+  app.add_option("--n-gpu-layers-draft,--gpu-layers-draft", n_gpu_layers_draft, "-ngld: as -ngl, for the draft model");
+  app.add_option("--flash-attn", flash_attn, "-fa on|off|auto: minfer's attention always streams the softmax (flash attention)")
+      ->check(CLI::IsMember({"on", "off", "auto"}));
+  app.add_flag("--jinja", jinja, "llama.cpp's --jinja: minfer always renders chat templates with Jinja");
+  app.add_flag("-e,--escape,!--no-escape", escape,
+               "process escapes (\\n, \\r, \\t, \\', \\\", \\\\, \\xHH) in the prompt and --stop (default: on, as llama.cpp)");
   app.add_option("--model-draft", model_draft,
                  "-md: draft model for speculative decoding (same vocabulary as the model)");
   app.add_option("--draft-max,--draft,--draft-n", draft.n_max, "tokens drafted per step at most")
@@ -82,25 +96,40 @@ void GenFlags::add_to(CLI::App& app) {
       ->capture_default_str();
   app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
   app.add_flag("--no-template", no_template, "raw completion: do not apply the chat template");
-  app.add_option("--system", system, "system message (with a chat template)");
+  app.add_option("--system,--system-prompt", system, "-sys: system message (with a chat template)");
   app.add_option("--chat-template-file", chat_template_file, "Jinja chat template to use instead of the model's");
   app.add_flag("--verbose", verbose, "print model and context details on stderr");
   app.add_flag("-q,--quiet", quiet, "print nothing but the generated text (no timings)");
   app.add_option("--log-file", log_file, "also append the stderr messages to FILE");
 }
 
-void GenFlags::validate() const {
+void GenFlags::validate() {
   if (n_predict < -1) fail("-n {}: must be -1 (no limit) or >= 0", n_predict);
   if (n_predict > (int64_t(1) << 24)) fail("-n {}: absurdly large", n_predict);
   if (n_ctx < 0) fail("-c {}: the context size must be > 0", n_ctx);
   if (n_ctx > (int64_t(1) << 20)) fail("-c {}: larger than 1048576 tokens", n_ctx);
   if (threads < 0) fail("-t {}: the thread count must be > 0", threads);
   if (threads > 1024) fail("-t {}: more than 1024 threads", threads);
-  parse_kv_type(kv_type);
+  kv_cache_type();
+  if (batch_size < 1) fail("-b {}: must be >= 1", batch_size);
+  if (ubatch_size < 1) fail("-ub {}: must be >= 1", ubatch_size);
+  for (const std::string* ngl : {&n_gpu_layers, &n_gpu_layers_draft})
+    if (!ngl->empty() && *ngl != "auto" && *ngl != "all" && ngl->find_first_not_of("0123456789") != std::string::npos &&
+        *ngl != "-1")
+      fail("-ngl {}: expected a number of layers, auto or all", *ngl);
   sampler_params().validate();
   draft.validate();
   if (ctx_size_draft < 0) fail("-cd {}: the context size must be >= 0", ctx_size_draft);
   if (ctx_size_draft > (int64_t(1) << 20)) fail("-cd {}: larger than 1048576 tokens", ctx_size_draft);
+  if (escape)
+    for (std::string& s : stop) s = process_escapes(s);
+}
+
+GgmlType GenFlags::kv_cache_type() const {
+  if (!cache_type_k.empty() && !cache_type_v.empty() && cache_type_k != cache_type_v)
+    fail("-ctk {} -ctv {}: minfer's KV cache has one type for K and V (--kv-type)", cache_type_k, cache_type_v);
+  const std::string& t = !cache_type_k.empty() ? cache_type_k : !cache_type_v.empty() ? cache_type_v : kv_type;
+  return parse_kv_type(t);
 }
 
 std::shared_ptr<const grammar::Grammar> GenFlags::grammar_rules() const {
@@ -151,6 +180,10 @@ void GenFlags::setup_log(Log& log) const {
   log.quiet = quiet;
   log.verbose = verbose;
   if (!log_file.empty()) log.open_file(log_file);
+  for (const std::string* ngl : {&n_gpu_layers, &n_gpu_layers_draft})
+    if (!ngl->empty() && *ngl != "0") log.warn("-ngl {}: minfer runs on the CPU; there are no layers to offload", *ngl);
+  if (flash_attn == "off")
+    log.warn("-fa off: minfer's attention always streams the softmax over the KV cache, as flash attention does");
 }
 
 GgmlType parse_kv_type(const std::string& s) {
@@ -210,7 +243,7 @@ int64_t choose_n_ctx(const runtime::Model& m, int64_t requested, GgmlType kv_typ
 
 runtime::ContextParams context_params(const runtime::Model& m, const GenFlags& f) {
   runtime::ContextParams cp;
-  cp.kv_type = parse_kv_type(f.kv_type);
+  cp.kv_type = f.kv_cache_type();
   cp.n_ctx = choose_n_ctx(m, f.n_ctx, cp.kv_type);
   cp.n_threads = f.threads > 0 ? f.threads : runtime::usable_physical_cores();
   return cp;

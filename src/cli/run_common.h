@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -68,6 +69,12 @@ struct GenFlags {
   std::string json_schema;       // or a JSON schema, made a grammar as llama.cpp does (-j)
   std::string json_schema_file;  // or a file of it
   std::string kv_type = "f16";  // llama.cpp's default
+  std::string cache_type_k, cache_type_v;  // llama.cpp's -ctk/-ctv: one type for both here
+  int64_t batch_size = 2048, ubatch_size = 512;  // llama.cpp's -b/-ub: prompt tokens per decode call
+  std::string n_gpu_layers, n_gpu_layers_draft;  // llama.cpp's -ngl: no GPU here (a warning)
+  std::string flash_attn;                        // llama.cpp's -fa on|off|auto
+  bool jinja = false;                            // llama.cpp's --jinja: templates are always Jinja
+  bool escape = true;                            // llama.cpp's -e/--no-escape
   // Speculative decoding, llama.cpp's flags: -md, --draft-max, --draft-min, --draft-p-min, -cd.
   std::string model_draft;
   runtime::DraftParams draft;
@@ -81,11 +88,16 @@ struct GenFlags {
   std::string log_file;
 
   void add_to(CLI::App& app);
-  // quiet, verbose and --log-file applied to `log`.
+  // quiet, verbose and --log-file applied to `log`; warnings for llama.cpp flags that change
+  // nothing here (-ngl N, -fa off).
   void setup_log(Log& log) const;
   // Range checks (Error, exit 1) and the derived sampler parameters.
   runtime::SamplerParams sampler_params() const;
-  void validate() const;
+  // Range checks; then, as llama.cpp parses its flags, the escapes of the --stop strings processed
+  // (unless --no-escape).
+  void validate();
+  GgmlType kv_cache_type() const;  // --kv-type, or -ctk/-ctv where given
+  int64_t n_batch() const { return std::min(batch_size, ubatch_size); }
   // --grammar, --grammar-file, --json-schema or --json-schema-file parsed (nullptr when none;
   // Error for two of them, a file that cannot be read, a grammar that does not parse or a schema
   // that does not convert; what a schema's grammar does not enforce is a warning on stderr). The

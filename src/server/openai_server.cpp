@@ -208,6 +208,7 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   go.ignore_eog = r.ignore_eos || opts_.ignore_eos;
   go.interrupt = &cancel_;
   go.drafter = opts_.drafter;
+  go.n_batch = opts_.n_batch;
   std::optional<runtime::TokenGrammar> grammar;
   const bool calls = r.calls_tools();
   // The server's default grammar is for replies, not for calls.

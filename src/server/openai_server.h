@@ -61,6 +61,7 @@ struct ServeOptions {
   runtime::SamplerParams sampling;    // what a request's missing fields take
   std::optional<uint64_t> seed;       // for requests without one; nullopt: random per request
   int64_t n_predict = -1;             // max_tokens when a request gives none (-1: no limit)
+  int64_t n_batch = 512;              // prompt tokens per decode call (-b / -ub)
   std::vector<std::string> stop;      // stop strings added to every request's
   bool ignore_eos = false;            // for every request (a request can also ask for it)
   std::string system;                 // a system message for chats that bring none

@@ -254,6 +254,57 @@ TEST_F(Cli, ChatWithADraftModel) {
   EXPECT_NE(spec.err.find("tokens drafted"), std::string::npos) << spec.err;
 }
 
+// llama.cpp's spellings: -ngl and -fa change nothing on the CPU (a warning where they would),
+// -b/-ub cut the prompt into smaller decode calls with the same text, -ctk/-ctv set the cache
+// type, escapes in -p are processed unless --no-escape, and its flags without a counterpart are
+// named with their long form.
+TEST_F(Cli, LlamaCppFlagSpellings) {
+  MINFER_REQUIRE_SHARED();
+  const json g = json::parse(slurp(minfer::test::shared_path("golden/models/stories260K.greedy64.json")));
+  const auto& c = g["cases"][0];
+  const std::string want = c["greedy"]["text"];
+  const std::string base = stories() + " " + q(c["prompt_text"]) + " -n 64 --temp 0";
+  Result r = run(base + " -ngl 99 -fa on -b 2 -ub 3 --jinja -ctk f32 -ctv f32");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, want);
+  EXPECT_NE(r.err.find("-ngl 99: minfer runs on the CPU"), std::string::npos) << r.err;
+  r = run(base + " --kv-type f32 -fa off -ngl 0");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, want);
+  EXPECT_EQ(r.err.find("-ngl"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("-fa off"), std::string::npos) << r.err;
+
+  // "\\n" in -p is a newline, as in llama.cpp (the same as a file holding one); --no-escape keeps
+  // the backslash.
+  const Result nl = run(stories() + " " + q("Once upon a time\\nThe dog") + " -n 12 --temp 0 --verbose");
+  spit(dir_ / "prompt.txt", "Once upon a time\nThe dog\n");
+  const Result real = run(stories() + " -f " + q((dir_ / "prompt.txt").string()) + " -n 12 --temp 0 --verbose --no-escape");
+  ASSERT_EQ(nl.code, 0) << nl.err;
+  EXPECT_EQ(nl.out, real.out);
+  auto n_prompt = [](const Result& x) {
+    std::smatch m;
+    return std::regex_search(x.err, m, std::regex("prompt: ([0-9]+) tokens")) ? std::stoi(m[1]) : -1;
+  };
+  EXPECT_EQ(n_prompt(nl), n_prompt(real));
+  const Result tabs = run(stories() + " " + q("Once\\t\\t\\t\\t\\t\\t") + " -n 1 --verbose");
+  const Result kept = run(stories() + " " + q("Once\\t\\t\\t\\t\\t\\t") + " -n 1 --verbose --no-escape");
+  EXPECT_EQ(n_prompt(tabs), 8) << tabs.err;   // BOS, Once, six tabs
+  EXPECT_EQ(n_prompt(kept), 14) << kept.err;  // six backslashes and six t's
+  // The stop strings' escapes too: a newline stops the text before it.
+  const Result stop = run(base + " --kv-type f32 --stop " + q("\\n"));
+  ASSERT_EQ(stop.code, 0) << stop.err;
+  ASSERT_NE(want.find('\n'), std::string::npos);
+  EXPECT_EQ(stop.out, want.substr(0, want.find('\n')));
+
+  expect_error(base + " -np 4", 2, {"-np (llama.cpp's --parallel) is not a minfer option"});
+  expect_error(base + " -ot x=CPU", 2, {"--override-tensor"});
+  expect_error(base + " -ctk q8_0 -ctv f16", 1, {"one type for K and V"});
+  expect_error(base + " -fa maybe", 2, {"--flash-attn"});
+  expect_error(base + " -ngl many", 1, {"-ngl many"});
+  expect_error(base + " -b 0", 1, {"-b 0"});
+  expect_error(base + " -cnv", 2, {"minfer chat"});
+}
+
 TEST_F(Cli, ChatSessionRoundTrips) {
   MINFER_REQUIRE_SHARED();
   spit(dir_ / "chatml.jinja", kChatml);

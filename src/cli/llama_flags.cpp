@@ -1,0 +1,99 @@
+#include "cli/llama_flags.h"
+
+#include <string_view>
+#include <utility>
+
+#include "common/error.h"
+
+namespace minfer::cli {
+namespace {
+
+// Spelled as llama.cpp spells them; the long forms are options of run, chat and serve.
+constexpr std::pair<std::string_view, const char*> kLongForms[] = {
+    {"-md", "--model-draft"},     {"-cd", "--ctx-size-draft"},  {"-ngl", "--n-gpu-layers"},
+    {"-ngld", "--n-gpu-layers-draft"}, {"-fa", "--flash-attn"}, {"-ub", "--ubatch-size"},
+    {"-ctk", "--cache-type-k"},   {"-ctv", "--cache-type-v"},   {"-sys", "--system-prompt"},
+    {"-jf", "--json-schema-file"}, {"-no-cnv", "--no-conversation"}, {"-cnv", "--conversation"},
+};
+
+struct Refused {
+  std::string_view flag;
+  const char* long_form;
+  const char* why;
+};
+constexpr const char* kCpu = "minfer runs the whole model on the CPU";
+constexpr const char* kOneSlot = "minfer's server runs one request at a time";
+constexpr const char* kLocal = "give minfer a local GGUF file";
+constexpr Refused kRefused[] = {
+    {"-ot", "--override-tensor", kCpu},       {"-ts", "--tensor-split", kCpu},
+    {"-sm", "--split-mode", kCpu},            {"-mg", "--main-gpu", kCpu},
+    {"-dev", "--device", kCpu},               {"-devd", "--device-draft", kCpu},
+    {"-nkvo", "--no-kv-offload", kCpu},       {"-cmoe", "--cpu-moe", kCpu},
+    {"-ncmoe", "--n-cpu-moe", kCpu},          {"-np", "--parallel", kOneSlot},
+    {"-cb", "--cont-batching", kOneSlot},     {"-nocb", "--no-cont-batching", kOneSlot},
+    {"-kvu", "--kv-unified", kOneSlot},       {"-hf", "--hf-repo", kLocal},
+    {"-hfr", "--hf-repo", kLocal},            {"-hff", "--hf-file", kLocal},
+    {"-hft", "--hf-token", kLocal},           {"-hfd", "--hf-repo-draft", kLocal},
+    {"-mu", "--model-url", kLocal},
+    {"-tb", "--threads-batch", "-t sets the threads of prompts and of decoding alike"},
+    {"-td", "--threads-draft", "the draft model runs with -t threads"},
+    {"-ctkd", "--cache-type-k-draft", "the draft model's KV cache takes --kv-type"},
+    {"-ctvd", "--cache-type-v-draft", "the draft model's KV cache takes --kv-type"},
+    {"-dkvc", "--dump-kv-cache", "not supported"},
+    {"-C", "--cpu-mask", "CPU masks are not supported (taskset works)"},
+    {"-Cr", "--cpu-range", "CPU masks are not supported (taskset works)"},
+    {"-lv", "--verbosity", "use --verbose or --quiet"},
+    {"-dt", "--defrag-thold", "the KV cache is one sequence and never fragments"},
+};
+
+}  // namespace
+
+std::vector<char*> with_llama_cpp_flags(int argc, char** argv) {
+  std::vector<char*> args(argv, argv + argc);
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;
+    for (const auto& [flag, long_form] : kLongForms)
+      if (a == flag) args[size_t(i)] = const_cast<char*>(long_form);
+    for (const Refused& r : kRefused)
+      if (a == r.flag) fail("{} (llama.cpp's {}) is not a minfer option: {}", r.flag, r.long_form, r.why);
+  }
+  return args;
+}
+
+std::string process_escapes(const std::string& s) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out += s[i];
+      continue;
+    }
+    const char c = s[++i];
+    switch (c) {
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case '\'': case '"': case '\\': out += c; break;
+      case 'x':
+        if (i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+          out += char(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+          i += 2;
+          break;
+        }
+        [[fallthrough]];
+      default:
+        out += '\\';
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace minfer::cli
