@@ -18,6 +18,13 @@ using json = nlohmann::json;
 
 namespace {
 
+// A value as llama-embedding prints it ("%9.6f").
+std::string fmt_value(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%9.6f", v);
+  return buf;
+}
+
 struct Result {
   int code = -1;
   std::string out, err;
@@ -305,6 +312,53 @@ TEST_F(Cli, LlamaCppFlagSpellings) {
   expect_error(base + " -cnv", 2, {"minfer chat"});
 }
 
+// `minfer embed` (llama-embedding): one vector per line of the prompt, the same numbers in every
+// output format, normalized as --embd-normalize says, a cosine matrix whose diagonal is 1.
+TEST_F(Cli, EmbedAsLlamaEmbedding) {
+  MINFER_REQUIRE_SHARED();
+  const std::string text = q("Once upon a time\\nThe dog ran\\nA cat");
+  Result r = run("embed " + stories() + " -p " + text + " --pooling mean --embd-output-format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["data"].size(), 3u);
+  std::vector<std::vector<double>> vecs;
+  for (const json& d : j["data"]) vecs.push_back(d["embedding"].get<std::vector<double>>());
+  for (const auto& v : vecs) {
+    ASSERT_EQ(v.size(), 64u);
+    double n2 = 0;
+    for (double x : v) n2 += x * x;
+    EXPECT_NEAR(n2, 1.0, 1e-5);  // Euclidean by default
+  }
+  // The bare array holds the same numbers; the plain text prints the first 16 of each and the
+  // cosine matrix.
+  r = run("embed " + stories() + " -p " + text + " --pooling mean --embd-output-format array");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out).get<std::vector<std::vector<double>>>(), vecs);
+  r = run("embed " + stories() + " -p " + text + " --pooling mean");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(fmt_value(vecs[1][0])), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cosine similarity matrix:"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n +1\.00 +0\.[0-9]{2} +0\.[0-9]{2} Once upon)"))) << r.out;
+  // Other norms: taxicab sums to 1, int16 scaling peaks at 32760, none is the raw mean.
+  r = run("embed " + stories() + " -p " + q("Once upon a time") + " --pooling mean --embd-output-format array --embd-normalize 1");
+  double sum_abs = 0;
+  for (double x : json::parse(r.out)[0].get<std::vector<double>>()) sum_abs += std::abs(x);
+  EXPECT_NEAR(sum_abs, 1.0, 1e-5);
+  r = run("embed " + stories() + " -p " + q("Once upon a time") + " --pooling mean --embd-output-format array --embd-normalize 0");
+  double peak = 0;
+  for (double x : json::parse(r.out)[0].get<std::vector<double>>()) peak = std::max(peak, std::abs(x));
+  EXPECT_EQ(peak, 32760);
+  // Pooling none: a line per token (BOS and four).
+  r = run("embed " + stories() + " -p " + q("Once upon a time") + " --pooling none");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("embedding 4: "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("embedding 5: "), std::string::npos) << r.out;
+  // stories260K names no pooling type: one must be given.
+  expect_error("embed " + stories() + " -p hi", 1, {"pooling"});
+  expect_error("embed " + stories() + " -p hi --pooling max", 2, {"--pooling"});
+  expect_error("embed " + stories(), 2, {"-p"});
+}
+
 TEST_F(Cli, ChatSessionRoundTrips) {
   MINFER_REQUIRE_SHARED();
   spit(dir_ / "chatml.jinja", kChatml);
@@ -536,7 +590,7 @@ TEST_F(Cli, DraftModelLeavesTheTextAsItIs) {
   MINFER_REQUIRE_SHARED();
   const json g = json::parse(slurp(minfer::test::shared_path("golden/models/stories260K.greedy64.json")));
   const auto& c = g["cases"][0];
-  for (const std::string flags : {" -md " + stories(), " --model-draft " + stories() + " --draft 3 --draft-p-min 0 -cd 128"}) {
+  for (const std::string& flags : {" -md " + stories(), " --model-draft " + stories() + " --draft 3 --draft-p-min 0 -cd 128"}) {
     const Result r = run(stories() + " " + q(c["prompt_text"]) + " -n 64 --temp 0 --kv-type f32" + flags);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out, c["greedy"]["text"].get<std::string>()) << flags;

@@ -82,11 +82,33 @@ TEST(Embeddings, HiddenStatesAreWhatTheLogitsComeFrom) {
     expect_near(runtime::embed(ce, tokens, Pooling::Cls, batch), normalized(first), 1e-5f);
     expect_near(runtime::embed(ce, tokens, Pooling::Last, batch), normalized(last), 1e-5f);
   }
+  // Without normalization the mean itself; pooling none: every row, each normalized alone.
+  std::vector<float> raw_mean(mean.begin(), mean.end());
+  expect_near(runtime::embed(ce, tokens, Pooling::Mean, 3, -1), raw_mean, 1e-5f);
+  for (int64_t batch : {int64_t(512), int64_t(2)}) {
+    const auto rows = runtime::embed_tokens(ce, tokens, batch);
+    ASSERT_EQ(rows.size(), size_t(nt));
+    for (int64_t i = 0; i < nt; ++i)
+      expect_near(rows[size_t(i)], normalized(std::vector<double>(hidden.begin() + i * ne, hidden.begin() + (i + 1) * ne)), 1e-5f);
+  }
   EXPECT_THROW(runtime::embed(ce, tokens, Pooling::None), Error);
   EXPECT_THROW(runtime::embed(cl, tokens, Pooling::Mean), Error);  // a logits context
   EXPECT_THROW(runtime::embed(ce, {}, Pooling::Mean), Error);
   EXPECT_EQ(runtime::pooling_from_name("last"), Pooling::Last);
   EXPECT_THROW(runtime::pooling_from_name("max"), Error);
+}
+
+// llama.cpp's embd_normalize, each kind worked out by hand.
+TEST(Embeddings, NormalizeAsLlamaCpp) {
+  const std::vector<double> v = {3.0, -4.0, 0.0, 12.0};
+  using runtime::normalize_embedding;
+  expect_near(normalize_embedding(v, -1), {3, -4, 0, 12}, 0);
+  expect_near(normalize_embedding(v, 0), {8190, -10920, 0, 32760}, 1e-2f);    // max |x| -> 32760
+  expect_near(normalize_embedding(v, 1), {3.f / 19, -4.f / 19, 0, 12.f / 19}, 1e-7f);  // taxicab
+  expect_near(normalize_embedding(v, 2), {3.f / 13, -4.f / 13, 0, 12.f / 13}, 1e-7f);  // Euclidean
+  const double p3 = std::cbrt(27.0 + 64.0 + 1728.0);
+  expect_near(normalize_embedding(v, 3), {float(3 / p3), float(-4 / p3), 0, float(12 / p3)}, 1e-7f);
+  expect_near(normalize_embedding(std::vector<double>{0, 0}, 2), {0, 0}, 0);
 }
 
 // llama.cpp's own embedding of the same text: the oracle (node-llama-cpp 3.21.1, llama.cpp
@@ -111,4 +133,7 @@ TEST(Embeddings, LastTokenMatchesLlamaCpp) {
   runtime::Context ctx(*model, params(true));
   const std::vector<int32_t> tokens = model->tokenizer().encode("Once upon a time, a little dog", true, true);
   expect_near(runtime::embed(ctx, tokens, runtime::Pooling::Last), normalized(want), 1e-3f);
+  // Not normalized (--embd-normalize -1): llama.cpp's values themselves.
+  expect_near(runtime::embed(ctx, tokens, runtime::Pooling::Last, 512, -1),
+              std::vector<float>(std::begin(kLlamaCpp), std::end(kLlamaCpp)), 5e-3f);
 }
