@@ -66,6 +66,9 @@ std::vector<int32_t> Drafter::draft(std::span<const int32_t> history, int64_t n)
   // The last drafted token is never evaluated: history and n - 1 guesses must fit.
   n = std::min<int64_t>({n, p_.n_max, ctx_.n_ctx() - int64_t(history.size()) + 1});
   if (n <= 0) return out;
+  // A token of the target's larger vocabulary (its padding rows) is none of the draft's.
+  const int64_t n_vocab = ctx_.n_vocab();
+  if (std::any_of(history.begin(), history.end(), [&](int32_t t) { return t < 0 || t >= n_vocab; })) return out;
 
   // Keep what the cache shares with the history; the last history token is always evaluated,
   // since its logits give the first guess.

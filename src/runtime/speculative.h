@@ -40,7 +40,8 @@ class Drafter {
 
   // Up to n tokens the draft model expects after `history` (the whole text so far, prompt
   // included): its most likely token each time, while that token's probability among the 40
-  // most likely is at least p_min. Fewer when the draft context cannot hold them.
+  // most likely is at least p_min. Fewer when the draft context cannot hold them; none when
+  // the history holds a token the draft's vocabulary does not.
   std::vector<int32_t> draft(std::span<const int32_t> history, int64_t n);
 
   const DraftParams& params() const { return p_; }

@@ -211,6 +211,12 @@ TEST(Speculative, DrafterKeepsWhatItsCacheShares) {
   runtime::Drafter dt(tiny, eager());
   EXPECT_TRUE(dt.draft(history, 4).empty());
   EXPECT_EQ(d.draft(history, 1).size(), 1u);
+  // A token beyond the draft's vocabulary (a larger target's padding rows): no draft, no work.
+  const uint64_t evaluated = dctx.stats().tokens_evaluated;
+  std::vector<int32_t> odd = history;
+  odd.push_back(600);
+  EXPECT_TRUE(d.draft(odd, 4).empty());
+  EXPECT_EQ(dctx.stats().tokens_evaluated, evaluated);
   // With a floor no guess can reach, nothing is drafted.
   runtime::DraftParams sure;
   sure.p_min = 1.0f;
