@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <functional>
 
 #include "common/error.h"
 #include "runtime/context.h"
-#include "runtime/sampler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::runtime {
@@ -42,23 +41,29 @@ std::string draft_mismatch(const tok::Tokenizer& target, const tok::Tokenizer& d
 
 Drafter::Drafter(Context& ctx, DraftParams p) : ctx_(ctx), p_(p) { p_.validate(); }
 
-namespace {
-
-// The most likely token and its probability among the k most likely, as llama.cpp's draft
-// sampler (top-k 40) reports it.
-std::pair<int32_t, double> top_choice(std::span<const float> logits, size_t k, std::vector<float>& scratch) {
-  const int32_t best = argmax(logits);
-  const float top = logits[size_t(best)];
-  if (!std::isfinite(top)) return {best, 0.0};
-  scratch.assign(logits.begin(), logits.end());
-  k = std::min(k, scratch.size());
-  std::nth_element(scratch.begin(), scratch.begin() + ptrdiff_t(k - 1), scratch.end(), std::greater<>());
+// One pass keeps the 40 largest logits; after the first few thousand a logit rarely enters them.
+std::pair<int32_t, double> draft_choice(std::span<const float> logits) {
+  constexpr size_t kTop = 40;
+  std::array<float, kTop> top;
+  size_t n = 0, low = 0;  // low: where the smallest of a full `top` is
+  int32_t best = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float x = logits[i];
+    if (x > logits[size_t(best)]) best = int32_t(i);
+    if (n < kTop) {
+      top[n++] = x;
+      if (n == kTop) low = size_t(std::min_element(top.begin(), top.end()) - top.begin());
+    } else if (x > top[low]) {
+      top[low] = x;
+      low = size_t(std::min_element(top.begin(), top.end()) - top.begin());
+    }
+  }
+  const float max = logits[size_t(best)];
+  if (!std::isfinite(max)) return {best, 0.0};
   double sum = 0;
-  for (size_t i = 0; i < k; ++i) sum += std::exp(double(scratch[i]) - double(top));
+  for (size_t i = 0; i < n; ++i) sum += std::exp(double(top[i]) - double(max));
   return {best, 1.0 / sum};
 }
-
-}  // namespace
 
 std::vector<int32_t> Drafter::draft(std::span<const int32_t> history, int64_t n) {
   std::vector<int32_t> out;
@@ -83,7 +88,7 @@ std::vector<int32_t> Drafter::draft(std::span<const int32_t> history, int64_t n)
     logits = ctx_.decode(history.subspan(i, std::min(kBatch, history.size() - i)), 1);
 
   while (true) {
-    const auto [id, p] = top_choice(logits, 40, scratch_);
+    const auto [id, p] = draft_choice(logits);
     if (p < double(p_.p_min)) break;
     out.push_back(id);
     if (int64_t(out.size()) >= n) break;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace minfer::tok {
@@ -32,6 +33,10 @@ struct DraftParams {
 // text from id 5 on equal).
 std::string draft_mismatch(const tok::Tokenizer& target, const tok::Tokenizer& draft);
 
+// The most likely token (ties: the lowest id) and its probability among the 40 most likely, as
+// llama.cpp's draft sampler (top-k 40) reports it; 0 when no logit is finite.
+std::pair<int32_t, double> draft_choice(std::span<const float> logits);
+
 class Drafter {
  public:
   // `ctx`: a context over the draft model (its KV cache is the drafter's: it keeps what it
@@ -49,7 +54,6 @@ class Drafter {
  private:
   Context& ctx_;
   DraftParams p_;
-  std::vector<float> scratch_;
 };
 
 }  // namespace minfer::runtime

@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
+#include <random>
 #include <fstream>
 
 #include "common/error.h"
@@ -231,6 +235,28 @@ TEST(Speculative, DraftModelMustShareTheVocabulary) {
   const auto other = runtime::Model::load(test::shared_path("models/llama-2-tiny-random.gguf"));
   const std::string why = runtime::draft_mismatch(m.target->tokenizer(), other->tokenizer());
   EXPECT_NE(why.find("vocabulary has 32000 tokens, the target's 512"), std::string::npos) << why;
+}
+
+// The draft's confidence against a plain reference: sort, softmax over the 40 largest.
+TEST(Speculative, DraftChoiceIsTheTopOfTheFortyBest) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.f, 3.f);
+  for (size_t n : {size_t(5), size_t(40), size_t(41), size_t(1000), size_t(151936)}) {
+    std::vector<float> logits(n);
+    for (float& x : logits) x = normal(rng);
+    std::vector<float> sorted = logits;
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    double sum = 0;
+    for (size_t i = 0; i < std::min<size_t>(40, n); ++i) sum += std::exp(double(sorted[i]) - double(sorted[0]));
+    const auto [id, p] = runtime::draft_choice(logits);
+    EXPECT_EQ(logits[size_t(id)], sorted[0]) << n;
+    EXPECT_NEAR(p, 1.0 / sum, 1e-12) << n;
+  }
+  // Ties go to the lowest id; one sure token; nothing finite.
+  EXPECT_EQ(runtime::draft_choice(std::vector<float>{1, 3, 3, 2}).first, 1);
+  EXPECT_NEAR(runtime::draft_choice(std::vector<float>{0, 100, 0}).second, 1.0, 1e-12);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(runtime::draft_choice(std::vector<float>{-inf, -inf}).second, 0.0);
 }
 
 TEST(Speculative, ParamsAreChecked) {
