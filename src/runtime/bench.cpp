@@ -9,7 +9,6 @@
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "runtime/context.h"
-#include "runtime/generate.h"
 #include "runtime/model.h"
 
 namespace minfer::runtime {
@@ -51,17 +50,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Seconds for one run of the test from an empty cache: ids[0, depth) prefilled untimed in
-// batches of GenerateOptions' default 512 (a deep context in one batch would size every
-// activation buffer for it), the test's tokens after them.
-double run_once(Context& ctx, const std::vector<int32_t>& ids, const BenchTest& t, int64_t n_gen) {
+// Seconds for one run of the test from an empty cache: ids[0, depth) prefilled untimed, the
+// test's tokens after them, prompts in decode calls of at most n_batch tokens.
+double run_once(Context& ctx, const std::vector<int32_t>& ids, const BenchTest& t, int64_t n_gen, size_t batch) {
   ctx.truncate(0);
-  const size_t d = size_t(t.n_depth), batch = size_t(GenerateOptions{}.n_batch);
-  for (size_t i = 0; i < d; i += batch)
-    ctx.decode(std::span<const int32_t>(ids.data() + i, std::min(batch, d - i)), 1);
+  const size_t d = size_t(t.n_depth);
+  auto prefill = [&](size_t from, size_t n) {
+    for (size_t i = 0; i < n; i += batch)
+      ctx.decode(std::span<const int32_t>(ids.data() + from + i, std::min(batch, n - i)), 1);
+  };
+  prefill(0, d);
   const auto t0 = Clock::now();
   if (t.n_prompt > 0) {
-    ctx.decode(std::span<const int32_t>(ids.data() + d, size_t(t.n_prompt)), 1);
+    prefill(d, size_t(t.n_prompt));
   } else {
     for (int64_t i = 0; i < n_gen; ++i) ctx.decode(std::span<const int32_t>(&ids[d + size_t(i)], 1), 1);
   }
@@ -70,8 +71,9 @@ double run_once(Context& ctx, const std::vector<int32_t>& ids, const BenchTest& 
 
 }  // namespace
 
-BenchResult run_bench(Context& ctx, const BenchTest& test, int reps, uint64_t seed) {
+BenchResult run_bench(Context& ctx, const BenchTest& test, int reps, uint64_t seed, int64_t n_batch) {
   if (reps < 1) fail("bench: repetitions {} must be >= 1", reps);
+  if (n_batch < 1) fail("bench: the batch size {} must be >= 1", n_batch);
   const int64_t timed = std::max(test.n_prompt, test.n_gen);
   if (timed < 1) fail("bench: test {} has no tokens", test.name);
   if (test.n_depth < 0) fail("bench: test {} has a negative depth", test.name);
@@ -86,9 +88,9 @@ BenchResult run_bench(Context& ctx, const BenchTest& test, int reps, uint64_t se
   r.n_prompt = test.n_prompt;
   r.n_gen = test.n_gen;
   r.n_depth = test.n_depth;
-  run_once(ctx, ids, test, std::min<int64_t>(test.n_gen, 4));  // warm-up
+  run_once(ctx, ids, test, std::min<int64_t>(test.n_gen, 4), size_t(n_batch));  // warm-up
   for (int i = 0; i < reps; ++i) {
-    const double s = run_once(ctx, ids, test, test.n_gen);
+    const double s = run_once(ctx, ids, test, test.n_gen, size_t(n_batch));
     r.samples_ts.push_back(double(timed) / std::max(s, 1e-9));
   }
   ctx.truncate(0);

@@ -42,9 +42,10 @@ std::vector<int32_t> bench_tokens(int64_t n_vocab, int64_t n, uint64_t seed);
 
 // One warm-up run (the whole test for pp, a few steps for tg: enough to build and reuse the
 // graph) and then `reps` timed runs, each starting from an empty KV cache (and the depth's
-// untimed prefill). The context must hold n_depth + n_prompt (or n_gen) tokens. Error when
-// reps < 1.
-BenchResult run_bench(Context& ctx, const BenchTest& test, int reps, uint64_t seed);
+// untimed prefill). Prompts go in decode calls of at most n_batch tokens (llama-bench's
+// n_ubatch, 512 by default). The context must hold n_depth + n_prompt (or n_gen) tokens. Error
+// when reps < 1 or n_batch < 1.
+BenchResult run_bench(Context& ctx, const BenchTest& test, int reps, uint64_t seed, int64_t n_batch = 512);
 
 // Mean and sample standard deviation of r.samples_ts into r.avg_ts / r.stddev_ts.
 void summarize(BenchResult& r);

@@ -170,4 +170,10 @@ TEST(Bench, StoriesFootprintAndRun) {
   ASSERT_EQ(p.samples_ts.size(), 1u);
   EXPECT_EQ(deep.n_past(), 0);
   EXPECT_THROW(rt::run_bench(ctx, rt::pp_test(4), 0, 1), minfer::Error);
+  // -b/-ub: a prompt goes in decode calls of at most n_batch tokens (the warm-up's and the
+  // timed run's 10 tokens in calls of 4, 4 and 2).
+  const uint64_t calls = ctx.stats().decode_calls;
+  rt::run_bench(ctx, rt::pp_test(10), 1, 1, 4);
+  EXPECT_EQ(ctx.stats().decode_calls - calls, 2u * 3);
+  EXPECT_THROW(rt::run_bench(ctx, rt::pp_test(4), 1, 1, 0), minfer::Error);
 }
