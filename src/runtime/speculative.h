@@ -23,7 +23,7 @@ class Context;
 struct DraftParams {
   int n_max = 16;      // tokens drafted per step at most
   int n_min = 0;       // a shorter draft is dropped (the step decodes one token)
-  float p_min = 0.8f;  // drafting stops at a guess less likely than this (among the 40 best)
+  float p_min = 0.75f; // drafting stops at a guess less likely than this (among the 40 best)
 
   void validate() const;  // minfer::Error naming the flag
 };
