@@ -6,7 +6,6 @@
 #include "common/error.h"
 #include "runtime/context.h"
 #include "runtime/sampler.h"
-#include "runtime/speculative.h"
 #include "runtime/stop.h"
 #include "runtime/token_grammar.h"
 #include "tokenizer/tokenizer.h"
@@ -73,6 +72,7 @@ GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sample
   // after the last sampled token), and drafted[cursor] is the guess the next sample may confirm.
   const int64_t base = ctx.n_past();
   res.speculative = opts.drafter != nullptr;
+  const DraftParams draft_params = opts.drafter ? opts.draft_params.value_or(opts.drafter->params()) : DraftParams{};
   std::vector<int32_t> batch, drafted, history;
   size_t cursor = 0;
   res.reason = StopReason::Length;
@@ -123,14 +123,14 @@ GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sample
       // guesses must fit the context behind the token.
       int64_t room = n_ctx - ctx.n_past() - 1;
       if (opts.n_predict >= 0) room = std::min(room, opts.n_predict - (i + 1) - 1);
-      if (room > 0 && room >= opts.drafter->params().n_min) {
+      if (room > 0 && room >= draft_params.n_min) {
         history.assign(ctx.tokens().begin(), ctx.tokens().end());
         history.push_back(id);
-        drafted = opts.drafter->draft(history, room);
+        drafted = opts.drafter->draft(history, room, draft_params);
         // A draft vocabulary may be larger than the target's (by padding rows).
         const auto out = std::find_if(drafted.begin(), drafted.end(), [&](int32_t t) { return t >= n_vocab; });
         drafted.erase(out, drafted.end());
-        if (int64_t(drafted.size()) < opts.drafter->params().n_min) drafted.clear();
+        if (int64_t(drafted.size()) < draft_params.n_min) drafted.clear();
         batch.insert(batch.end(), drafted.begin(), drafted.end());
         res.n_drafted += int64_t(drafted.size());
       }

@@ -5,10 +5,13 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "runtime/speculative.h"
 
 namespace minfer::tok {
 class Tokenizer;
@@ -17,7 +20,6 @@ class Tokenizer;
 namespace minfer::runtime {
 
 class Context;
-class Drafter;
 class Sampler;
 class TokenGrammar;
 
@@ -47,6 +49,7 @@ struct GenerateOptions {
   // model's guesses after it, and the rows are sampled in order while the guesses hold. The text
   // is the same as without it.
   Drafter* drafter = nullptr;
+  std::optional<DraftParams> draft_params;  // the drafter's own when absent
 };
 
 struct GenerateResult {

@@ -65,11 +65,12 @@ std::pair<int32_t, double> draft_choice(std::span<const float> logits) {
   return {best, 1.0 / sum};
 }
 
-std::vector<int32_t> Drafter::draft(std::span<const int32_t> history, int64_t n) {
+std::vector<int32_t> Drafter::draft(std::span<const int32_t> history, int64_t n, const DraftParams& p) {
+  p.validate();
   std::vector<int32_t> out;
   if (history.empty()) return out;
   // The last drafted token is never evaluated: history and n - 1 guesses must fit.
-  n = std::min<int64_t>({n, p_.n_max, ctx_.n_ctx() - int64_t(history.size()) + 1});
+  n = std::min<int64_t>({n, p.n_max, ctx_.n_ctx() - int64_t(history.size()) + 1});
   if (n <= 0) return out;
   // A token of the target's larger vocabulary (its padding rows) is none of the draft's.
   const int64_t n_vocab = ctx_.n_vocab();
@@ -88,8 +89,8 @@ std::vector<int32_t> Drafter::draft(std::span<const int32_t> history, int64_t n)
     logits = ctx_.decode(history.subspan(i, std::min(kBatch, history.size() - i)), 1);
 
   while (true) {
-    const auto [id, p] = draft_choice(logits);
-    if (p < double(p_.p_min)) break;
+    const auto [id, prob] = draft_choice(logits);
+    if (prob < double(p.p_min)) break;
     out.push_back(id);
     if (int64_t(out.size()) >= n) break;
     const int32_t one[1] = {id};

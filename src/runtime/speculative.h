@@ -47,7 +47,9 @@ class Drafter {
   // included): its most likely token each time, while that token's probability among the 40
   // most likely is at least p_min. Fewer when the draft context cannot hold them; none when
   // the history holds a token the draft's vocabulary does not.
-  std::vector<int32_t> draft(std::span<const int32_t> history, int64_t n);
+  std::vector<int32_t> draft(std::span<const int32_t> history, int64_t n) { return draft(history, n, p_); }
+  // The same with other settings (a server request's own; Error when they are out of range).
+  std::vector<int32_t> draft(std::span<const int32_t> history, int64_t n, const DraftParams& p);
 
   const DraftParams& params() const { return p_; }
 

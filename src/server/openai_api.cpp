@@ -389,6 +389,9 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) 
   r.presence_penalty = number_field(j, "presence_penalty");
   if (const auto k = integer_field(j, "top_k", -kMaxInt, kMaxInt)) r.top_k = int32_t(*k);
   if (const auto n = integer_field(j, "repeat_last_n", -1, kMaxInt)) r.repeat_last_n = int32_t(*n);
+  if (const auto n = integer_field(j, "speculative.n_max", 0, 1024)) r.spec_n_max = int32_t(*n);
+  if (const auto n = integer_field(j, "speculative.n_min", 0, 1024)) r.spec_n_min = int32_t(*n);
+  r.spec_p_min = number_field(j, "speculative.p_min");
   if (present(j, "seed")) {
     const json& s = j["seed"];
     if (s.is_number_unsigned()) r.seed = s.get<uint64_t>();
@@ -437,6 +440,15 @@ runtime::SamplerParams sampler_params(const CompletionRequest& r, runtime::Sampl
   p.logit_bias.insert(p.logit_bias.end(), r.logit_bias.begin(), r.logit_bias.end());
   p.validate();
   return p;
+}
+
+runtime::DraftParams draft_params(const CompletionRequest& r, runtime::DraftParams d) {
+  if (r.spec_n_max) d.n_max = *r.spec_n_max;
+  if (r.spec_n_min) d.n_min = *r.spec_n_min;
+  if (r.spec_p_min) d.p_min = *r.spec_p_min;
+  d.n_min = std::min(d.n_min, d.n_max);
+  if (!(d.p_min >= 0.0f && d.p_min <= 1.0f)) fail("'speculative.p_min' must be in [0, 1]");
+  return d;
 }
 
 json timings_json(const CompletionResult& r) {

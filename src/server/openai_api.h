@@ -43,6 +43,7 @@
 #include "runtime/generate.h"
 #include "server/infill.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative.h"
 
 namespace minfer::server {
 
@@ -72,6 +73,10 @@ struct CompletionRequest {
       presence_penalty;
   std::optional<int32_t> top_k, repeat_last_n;
   std::optional<uint64_t> seed;  // absent (or -1 in the request): a random seed
+  // llama-server's "speculative.n_max", "speculative.n_min", "speculative.p_min": the draft
+  // model's settings for this request (absent: the server's -md flags).
+  std::optional<int32_t> spec_n_max, spec_n_min;
+  std::optional<float> spec_p_min;
   std::vector<std::string> stop;
   std::vector<runtime::LogitBias> logit_bias;
   bool ignore_eos = false;
@@ -98,6 +103,9 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind);
 // -1) gets `random_seed` when the server has no fixed one. Error when the result is out of range.
 runtime::SamplerParams sampler_params(const CompletionRequest& r, runtime::SamplerParams defaults,
                                       uint64_t random_seed);
+// The request's speculative.* fields over the server's draft settings; n_min clamped to n_max as
+// llama-server does. Error when p_min is outside [0, 1].
+runtime::DraftParams draft_params(const CompletionRequest& r, runtime::DraftParams defaults);
 
 // A token's log-probability (from the softmax of the raw logits, as llama-server's default).
 struct LogprobEntry {

@@ -146,6 +146,7 @@ json OpenAiServer::generation_settings(const CompletionRequest& r) const {
   std::vector<std::string> stop = opts_.stop;
   stop.insert(stop.end(), r.stop.begin(), r.stop.end());
   const std::optional<uint64_t> seed = r.seed ? r.seed : opts_.seed;
+  const runtime::DraftParams d = draft_params(r, opts_.drafter ? opts_.drafter->params() : runtime::DraftParams{});
   return json{{"n_ctx", ctx_->n_ctx()},
               {"n_predict", r.max_tokens.value_or(opts_.n_predict)},
               {"model", opts_.model_name},
@@ -161,7 +162,10 @@ json OpenAiServer::generation_settings(const CompletionRequest& r) const {
               {"stop", stop},
               {"ignore_eos", r.ignore_eos || opts_.ignore_eos},
               {"stream", r.stream},
-              {"n_probs", r.logprobs ? r.top_logprobs : 0}};
+              {"n_probs", r.logprobs ? r.top_logprobs : 0},
+              {"speculative.n_max", d.n_max},
+              {"speculative.n_min", d.n_min},
+              {"speculative.p_min", d.p_min}};
 }
 
 void OpenAiServer::set_tool_call_grammar(CompletionRequest& r) const {
@@ -208,6 +212,7 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   go.ignore_eog = r.ignore_eos || opts_.ignore_eos;
   go.interrupt = &cancel_;
   go.drafter = opts_.drafter;
+  if (opts_.drafter) go.draft_params = draft_params(r, opts_.drafter->params());
   go.n_batch = opts_.n_batch;
   std::optional<runtime::TokenGrammar> grammar;
   const bool calls = r.calls_tools();
@@ -387,6 +392,7 @@ void OpenAiServer::setup_routes() {
       try {
         *r = parse_completion_request(req.body, kind);
         (void)sampler_params(*r, opts_.sampling, 0);  // out-of-range values: 400 before any work
+        (void)draft_params(*r, {});
         *prompt = prepare(*r);
       } catch (const Error& e) {
         send_error(res, 400, e.what());

@@ -213,10 +213,30 @@ TEST(OpenAiServer, DraftModelLeavesTheRepliesAsTheyAre) {
       EXPECT_EQ(as_detokenized(text, want), want);
     }
   }
+  // A request's own settings, llama-server's speculative.* fields: none drafted with n_max 0;
+  // two at a time, any confidence, the same text; a p_min outside [0, 1] is refused.
+  const json& c = golden["cases"][1];
+  const std::string want = c["greedy"]["text"];
+  json body = {{"prompt", c["prompt_text"]}, {"max_tokens", 64}, {"temperature", 0}, {"ignore_eos", true},
+               {"speculative.n_max", 0}};
+  json res = post(cli, "/v1/completions", body);
+  EXPECT_EQ(as_detokenized(res["choices"][0]["text"], want), want);
+  EXPECT_FALSE(res["timings"].contains("draft_n")) << res["timings"].dump();
+  body["speculative.n_max"] = 2;
+  body["speculative.p_min"] = 0;
+  res = post(cli, "/v1/completions", body);
+  EXPECT_EQ(as_detokenized(res["choices"][0]["text"], want), want);
+  EXPECT_GE(res["timings"].value("draft_n", 0), 40) << res["timings"].dump();  // two a step, every step
+  res = post(cli, "/completion", body);
+  EXPECT_EQ(res["generation_settings"]["speculative.n_max"], 2);
+  EXPECT_EQ(res["generation_settings"]["speculative.n_min"], 0);
+  body["speculative.p_min"] = 1.5;
+  post(cli, "/v1/completions", body, 400);
+
   // Without a draft model the timings have no draft fields.
   auto plain = start("stories260K.gguf");
   httplib::Client pcli("127.0.0.1", plain->port);
-  const json res = post(pcli, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}});
+  res = post(pcli, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}});
   EXPECT_FALSE(res["timings"].contains("draft_n")) << res["timings"].dump();
 }
 
