@@ -21,14 +21,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       const auto r = minfer::server::parse_completion_request(body, kind);
       (void)minfer::server::sampler_params(r, {}, 0);
+      (void)minfer::server::draft_params(r, {});
       (void)minfer::server::sse_data(r.messages);
     } catch (const minfer::Error&) {
     }
   }
-  try {
-    const auto e = minfer::server::parse_embeddings_request(body);
-    if (e.inputs.empty()) std::abort();
-  } catch (const minfer::Error&) {
+  for (bool native : {false, true}) {
+    try {
+      const auto e = minfer::server::parse_embeddings_request(body, native);
+      if (e.inputs.empty() || e.embd_normalize < -1) std::abort();
+    } catch (const minfer::Error&) {
+    }
   }
   using minfer::chat::ToolCallFormat;
   for (auto f : {ToolCallFormat::Hermes, ToolCallFormat::Llama3Json, ToolCallFormat::MistralNemo}) {

@@ -33,13 +33,15 @@ if [ "$TARGET" = openai_request ]; then
   printf '%s' '{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}]},{"role":"tool","tool_call_id":"c1","content":"2"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}},"parallel_tool_calls":true}' > "$SEED/tools.json"
   printf '%s' '{"input_prefix":"def f():\n","input_suffix":"\n","prompt":"  ","input_extra":[{"filename":"a.py","text":"x = 1"}],"n_predict":8,"n_probs":2,"return_tokens":true}' > "$SEED/infill.json"
   printf '%s' '{"input":["Once upon a time",[1,2,3]],"encoding_format":"base64","model":"m"}' > "$SEED/embeddings.json"
+  printf '%s' '{"content":["Once",[1,2]],"embd_normalize":-1}' > "$SEED/embeddings-native.json"
+  printf '%s' '{"prompt":"Hi","speculative.n_max":4,"speculative.n_min":2,"speculative.p_min":0.5}' > "$SEED/speculative.json"
   # replies as models write calls (the same bytes go to the reply parsers)
   printf '%s' 'Sure.<tool_call>
 {"name": "f", "arguments": {"a": [1, "}"]}}
 </tool_call>' > "$SEED/hermes.txt"
   printf '%s' '<|python_tag|>{"name": "f", "parameters": {}}; {"name": "g", "arguments": {"x": null}}' > "$SEED/llama3.txt"
   printf '%s' 'ok [TOOL_CALLS][{"name": "f", "arguments": {"a": 1}, "id": "abcdefghi"}]' > "$SEED/mistral.txt"
-  echo "fuzz.sh: 10 seeds in $SEED; fuzzing fuzz_openai_request for $SECONDS_TO_RUN s"
+  echo "fuzz.sh: 12 seeds in $SEED; fuzzing fuzz_openai_request for $SECONDS_TO_RUN s"
   exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -timeout=10 \
     -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
 fi

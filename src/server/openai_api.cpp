@@ -620,10 +620,11 @@ json native_chunk(std::string_view text, std::span<const int32_t> tokens,
   return out;
 }
 
-EmbeddingsRequest parse_embeddings_request(std::string_view body) {
+EmbeddingsRequest parse_embeddings_request(std::string_view body, bool native) {
   const json j = parse_json_object(body);
-  if (!present(j, "input")) fail("'input' is required");
-  const json& in = j["input"];
+  const char* field = native && !present(j, "input") ? "content" : "input";
+  if (!present(j, field)) fail("{} is required", native ? "'input' or 'content'" : "'input'");
+  const json& in = j[field];
   EmbeddingsRequest r;
   auto token_list = [](const json& a) {
     EmbeddingsRequest::Input x;
@@ -654,7 +655,14 @@ EmbeddingsRequest parse_embeddings_request(std::string_view body) {
     else if (f != "float") fail("'encoding_format' must be \"float\" or \"base64\"");
   }
   if (present(j, "dimensions")) fail("'dimensions' is not supported: the model's embeddings have one size");
+  if (const auto n = integer_field(j, "embd_normalize", -1, 64)) r.embd_normalize = int(*n);
   return r;
+}
+
+json native_embeddings_response(const std::vector<std::vector<std::vector<float>>>& per_input) {
+  json out = json::array();
+  for (size_t i = 0; i < per_input.size(); ++i) out.push_back(json{{"index", i}, {"embedding", per_input[i]}});
+  return out;
 }
 
 namespace {

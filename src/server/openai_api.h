@@ -191,11 +191,16 @@ struct EmbeddingsRequest {
   };
   std::vector<Input> inputs;
   bool base64 = false;
+  int embd_normalize = 2;  // llama-server's field: -1 none, 0 int16 range, 1 taxicab, 2 Euclidean, p
 };
-EmbeddingsRequest parse_embeddings_request(std::string_view body);
+// OpenAI's request ("input"); `native`: llama-server's /embeddings, which also takes "content".
+EmbeddingsRequest parse_embeddings_request(std::string_view body, bool native = false);
 // {"object": "list", "data": [{"object": "embedding", "index", "embedding"}], "model", "usage"}.
 nlohmann::ordered_json embeddings_response(const std::string& model, const std::vector<std::vector<float>>& vectors,
                                            int64_t prompt_tokens, bool base64);
+// llama-server's /embeddings: [{"index", "embedding": [vector, ...]}], a vector per token for
+// pooling none, else the input's one.
+nlohmann::ordered_json native_embeddings_response(const std::vector<std::vector<std::vector<float>>>& per_input);
 
 // {"error": {"code": status, "message": ..., "type": ...}}, llama-server's shape of OpenAI's.
 nlohmann::ordered_json error_body(int status, std::string_view message);

@@ -460,44 +460,63 @@ void OpenAiServer::setup_routes() {
   s.Post("/completions", completion(ApiKind::Completion));
   s.Post("/completion", completion(ApiKind::Native));
 
-  s.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!opts_.embeddings) {
-      send_error(res, 501, "this server generates text: start it with --embeddings for /v1/embeddings");
-      return;
-    }
-    const int pool = model_.hparams().pooling;
-    const runtime::Pooling pooling =
-        opts_.pooling ? *opts_.pooling : pool >= 0 ? runtime::Pooling(pool) : runtime::Pooling::None;
-    std::vector<std::vector<float>> vectors;
-    int64_t n_tokens = 0;
-    try {
-      const EmbeddingsRequest r = parse_embeddings_request(req.body);
-      if (pooling == runtime::Pooling::None || pooling == runtime::Pooling::Rank)
-        fail("pooling '{}' gives no single vector per input: start the server with --pooling mean, cls or last",
-             runtime::pooling_name(pooling));
-      const tok::Tokenizer& tok = model_.tokenizer();
-      std::vector<std::vector<int32_t>> inputs;
-      for (const EmbeddingsRequest::Input& in : r.inputs) {
-        inputs.push_back(in.is_tokens ? in.tokens : tok.encode(in.text, /*add_special=*/true, /*parse_special=*/true));
-        for (int32_t t : inputs.back())
-          if (t >= model_.n_vocab()) fail("input token {} is not in the vocabulary of {}", t, model_.n_vocab());
-        if (inputs.back().empty()) fail("an input is empty after tokenization");
-        if (int64_t(inputs.back().size()) > ctx_->n_ctx())
-          fail("an input is {} tokens, more than the context of {} (start the server with a larger -c)",
-               inputs.back().size(), ctx_->n_ctx());
-        n_tokens += int64_t(inputs.back().size());
+  // OpenAI's /v1/embeddings (one pooled vector per input) and llama-server's /embeddings (with
+  // pooling none, a vector per token, not normalized, as llama-server's).
+  auto embeddings = [this](bool native) {
+    return [this, native](const httplib::Request& req, httplib::Response& res) {
+      if (!opts_.embeddings) {
+        send_error(res, 501, fmt::format("this server generates text: start it with --embeddings for {}", req.path));
+        return;
       }
-      const ModelTurn turn(ctx_mu_, metrics_);
-      cached_.clear();  // the cache is overwritten from its start
-      const auto t0 = std::chrono::steady_clock::now();
-      for (const std::vector<int32_t>& t : inputs) vectors.push_back(runtime::embed(*ctx_, t, pooling));
-      metrics_.record(n_tokens, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
-                      0, 0, ctx_->stats().decode_calls, ctx_->n_past());
-      send_json(res, embeddings_response(opts_.model_name, vectors, n_tokens, r.base64));
-    } catch (const Error& e) {
-      send_error(res, 400, e.what());
-    }
-  });
+      const int pool = model_.hparams().pooling;
+      const runtime::Pooling pooling =
+          opts_.pooling ? *opts_.pooling : pool >= 0 ? runtime::Pooling(pool) : runtime::Pooling::None;
+      try {
+        const EmbeddingsRequest r = parse_embeddings_request(req.body, native);
+        if (pooling == runtime::Pooling::Rank || (!native && pooling == runtime::Pooling::None))
+          fail("pooling '{}' gives no single vector per input: start the server with --pooling mean, cls or last{}",
+               runtime::pooling_name(pooling), pooling == runtime::Pooling::None ? " (or use /embeddings)" : "");
+        const tok::Tokenizer& tok = model_.tokenizer();
+        std::vector<std::vector<int32_t>> inputs;
+        int64_t n_tokens = 0;
+        for (const EmbeddingsRequest::Input& in : r.inputs) {
+          inputs.push_back(in.is_tokens ? in.tokens : tok.encode(in.text, /*add_special=*/true, /*parse_special=*/true));
+          for (int32_t t : inputs.back())
+            if (t >= model_.n_vocab()) fail("input token {} is not in the vocabulary of {}", t, model_.n_vocab());
+          if (inputs.back().empty()) fail("an input is empty after tokenization");
+          if (int64_t(inputs.back().size()) > ctx_->n_ctx())
+            fail("an input is {} tokens, more than the context of {} (start the server with a larger -c)",
+                 inputs.back().size(), ctx_->n_ctx());
+          n_tokens += int64_t(inputs.back().size());
+        }
+        std::vector<std::vector<std::vector<float>>> per_input;
+        {
+          const ModelTurn turn(ctx_mu_, metrics_);
+          cached_.clear();  // the cache is overwritten from its start
+          const auto t0 = std::chrono::steady_clock::now();
+          for (const std::vector<int32_t>& t : inputs)
+            per_input.push_back(pooling == runtime::Pooling::None
+                                    ? runtime::embed_tokens(*ctx_, t, opts_.n_batch, -1)
+                                    : std::vector<std::vector<float>>{
+                                          runtime::embed(*ctx_, t, pooling, opts_.n_batch, r.embd_normalize)});
+          metrics_.record(n_tokens, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+                          0, 0, ctx_->stats().decode_calls, ctx_->n_past());
+        }
+        if (native) {
+          send_json(res, native_embeddings_response(per_input));
+        } else {
+          std::vector<std::vector<float>> vectors;
+          for (auto& v : per_input) vectors.push_back(std::move(v.front()));
+          send_json(res, embeddings_response(opts_.model_name, vectors, n_tokens, r.base64));
+        }
+      } catch (const Error& e) {
+        send_error(res, 400, e.what());
+      }
+    };
+  };
+  s.Post("/v1/embeddings", embeddings(false));
+  s.Post("/embeddings", embeddings(true));
+  s.Post("/embedding", embeddings(true));
   s.Post("/infill", completion(ApiKind::Infill));
 
   s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {

@@ -936,6 +936,30 @@ TEST(OpenAiServer, Embeddings) {
   httplib::Client cli2("127.0.0.1", r2->port);
   EXPECT_NE(post(cli2, "/v1/embeddings", {{"input", "x"}}, 400)["error"]["message"].get<std::string>().find("--pooling"),
             std::string::npos);
+
+  // llama-server's /embeddings: with pooling none a vector per token, not normalized; their
+  // mean, normalized, is the mean-pooled server's vector, and with embd_normalize -1 that server
+  // gives the mean itself.
+  const json rows = post(cli2, "/embeddings", {{"content", "Once upon a time"}});
+  ASSERT_TRUE(rows.is_array() && rows.size() == 1) << rows.dump();
+  EXPECT_EQ(rows[0]["index"], 0);
+  const auto per_token = rows[0]["embedding"].get<std::vector<std::vector<double>>>();
+  ASSERT_EQ(per_token.size(), ids.size());
+  std::vector<double> mean(per_token[0].size(), 0.0);
+  for (const auto& row : per_token)
+    for (size_t k = 0; k < row.size(); ++k) mean[k] += row[k] / double(per_token.size());
+  double norm = 0;
+  for (double v : mean) norm += v * v;
+  norm = std::sqrt(norm);
+  for (size_t k = 0; k < mean.size(); ++k) EXPECT_NEAR(mean[k] / norm, first[k], 1e-5) << k;
+  const json raw = post(cli, "/embedding", {{"input", "Once upon a time"}, {"embd_normalize", -1}});
+  const auto raw_mean = raw[0]["embedding"][0].get<std::vector<double>>();
+  ASSERT_EQ(raw_mean.size(), mean.size());
+  for (size_t k = 0; k < mean.size(); ++k) EXPECT_NEAR(raw_mean[k], mean[k], 1e-5) << k;
+  const json same = post(cli, "/v1/embeddings", {{"input", "Once upon a time"}, {"embd_normalize", 2}});
+  EXPECT_EQ(same["data"][0]["embedding"].get<std::vector<float>>(), first);
+  post(cli, "/embeddings", {{"text", "x"}}, 400);
+  post(cli, "/embeddings", {{"content", "x"}, {"embd_normalize", -2}}, 400);
 }
 
 TEST(OpenAiServer, ToolsNeedATemplateWithACallFormat) {
