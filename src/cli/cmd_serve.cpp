@@ -43,7 +43,7 @@ int run_serve(int argc, char** argv) {
   app.add_flag("--metrics", metrics, "GET /metrics: Prometheus-compatible metrics (llama-server's)");
   app.add_flag("--embeddings,--embedding", embeddings,
                "compute embeddings (POST /v1/embeddings) instead of generating text");
-  app.add_option("--pooling", pooling, "how --embeddings pools the tokens' hidden states: mean, cls, last "
+  app.add_option("--pooling", pooling, "how --embeddings pools the tokens' hidden states: mean, cls, last, none (a vector per token, /embeddings) "
                                        "(default: the model's pooling_type)")
       ->check(CLI::IsMember({"none", "mean", "cls", "last", "rank"}));
   f.add_to(app);
