@@ -14,6 +14,8 @@ constexpr std::pair<std::string_view, const char*> kLongForms[] = {
     {"-ngld", "--n-gpu-layers-draft"}, {"-fa", "--flash-attn"}, {"-ub", "--ubatch-size"},
     {"-ctk", "--cache-type-k"},   {"-ctv", "--cache-type-v"},   {"-sys", "--system-prompt"},
     {"-jf", "--json-schema-file"}, {"-no-cnv", "--no-conversation"}, {"-cnv", "--conversation"},
+    {"-np", "--parallel"},        {"-cb", "--cont-batching"},   {"-nocb", "--no-cont-batching"},
+    {"-kvu", "--kv-unified"},
 };
 
 struct Refused {
@@ -22,16 +24,13 @@ struct Refused {
   const char* why;
 };
 constexpr const char* kCpu = "minfer runs the whole model on the CPU";
-constexpr const char* kOneSlot = "minfer's server runs one request at a time";
 constexpr const char* kLocal = "give minfer a local GGUF file";
 constexpr Refused kRefused[] = {
     {"-ot", "--override-tensor", kCpu},       {"-ts", "--tensor-split", kCpu},
     {"-sm", "--split-mode", kCpu},            {"-mg", "--main-gpu", kCpu},
     {"-dev", "--device", kCpu},               {"-devd", "--device-draft", kCpu},
     {"-nkvo", "--no-kv-offload", kCpu},       {"-cmoe", "--cpu-moe", kCpu},
-    {"-ncmoe", "--n-cpu-moe", kCpu},          {"-np", "--parallel", kOneSlot},
-    {"-cb", "--cont-batching", kOneSlot},     {"-nocb", "--no-cont-batching", kOneSlot},
-    {"-kvu", "--kv-unified", kOneSlot},       {"-hf", "--hf-repo", kLocal},
+    {"-ncmoe", "--n-cpu-moe", kCpu},          {"-hf", "--hf-repo", kLocal},
     {"-hfr", "--hf-repo", kLocal},            {"-hff", "--hf-file", kLocal},
     {"-hft", "--hf-token", kLocal},           {"-hfd", "--hf-repo-draft", kLocal},
     {"-mu", "--model-url", kLocal},

@@ -82,6 +82,11 @@ void GenFlags::add_to(CLI::App& app) {
   app.add_option("--flash-attn", flash_attn, "-fa on|off|auto: minfer's attention always streams the softmax (flash attention)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
   app.add_flag("--jinja", jinja, "llama.cpp's --jinja: minfer always renders chat templates with Jinja");
+  app.add_option("--parallel", parallel, "-np: llama-server's slots; minfer serves one request at a time (they queue)")
+      ->capture_default_str();
+  app.add_flag("--cont-batching", cont_batching, "-cb: accepted (one slot: nothing to batch)");
+  app.add_flag("--no-cont-batching", no_cont_batching, "-nocb: accepted (one slot: nothing to batch)");
+  app.add_flag("--kv-unified", kv_unified, "-kvu: accepted (one slot, one KV cache)");
   app.add_flag("-e,--escape,!--no-escape", escape,
                "process escapes (\\n, \\r, \\t, \\', \\\", \\\\, \\xHH) in the prompt and --stop (default: on, as llama.cpp)");
   app.add_option("--model-draft", model_draft,
@@ -111,6 +116,7 @@ void GenFlags::validate() {
   if (threads < 0) fail("-t {}: the thread count must be > 0", threads);
   if (threads > 1024) fail("-t {}: more than 1024 threads", threads);
   kv_cache_type();
+  if (parallel < 1 || parallel > 256) fail("-np {}: must be between 1 and 256", parallel);
   if (batch_size < 1) fail("-b {}: must be >= 1", batch_size);
   if (ubatch_size < 1) fail("-ub {}: must be >= 1", ubatch_size);
   for (const std::string* ngl : {&n_gpu_layers, &n_gpu_layers_draft})
@@ -182,6 +188,8 @@ void GenFlags::setup_log(Log& log) const {
   if (!log_file.empty()) log.open_file(log_file);
   for (const std::string* ngl : {&n_gpu_layers, &n_gpu_layers_draft})
     if (!ngl->empty() && *ngl != "0") log.warn("-ngl {}: minfer runs on the CPU; there are no layers to offload", *ngl);
+  if (parallel > 1)
+    log.warn("-np {}: minfer serves one request at a time; the others wait their turn", parallel);
   if (flash_attn == "off")
     log.warn("-fa off: minfer's attention always streams the softmax over the KV cache, as flash attention does");
 }

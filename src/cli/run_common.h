@@ -74,6 +74,8 @@ struct GenFlags {
   std::string n_gpu_layers, n_gpu_layers_draft;  // llama.cpp's -ngl: no GPU here (a warning)
   std::string flash_attn;                        // llama.cpp's -fa on|off|auto
   bool jinja = false;                            // llama.cpp's --jinja: templates are always Jinja
+  int parallel = 1;                              // llama-server's -np: one slot here (a warning)
+  bool cont_batching = false, no_cont_batching = false, kv_unified = false;  // -cb -nocb -kvu: one slot
   bool escape = true;                            // llama.cpp's -e/--no-escape
   // Speculative decoding, llama.cpp's flags: -md, --draft-max, --draft-min, --draft-p-min, -cd.
   std::string model_draft;

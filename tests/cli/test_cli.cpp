@@ -303,7 +303,12 @@ TEST_F(Cli, LlamaCppFlagSpellings) {
   ASSERT_NE(want.find('\n'), std::string::npos);
   EXPECT_EQ(stop.out, want.substr(0, want.find('\n')));
 
-  expect_error(base + " -np 4", 2, {"-np (llama.cpp's --parallel) is not a minfer option"});
+  expect_error(base + " -hf org/model", 2, {"-hf (llama.cpp's --hf-repo) is not a minfer option"});
+  r = run(base + " --kv-type f32 -np 4 -cb -kvu");  // llama-server's slots: one here, a warning
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, want);
+  EXPECT_NE(r.err.find("-np 4: minfer serves one request at a time"), std::string::npos) << r.err;
+  expect_error(base + " -np 0", 1, {"-np 0"});
   expect_error(base + " -ot x=CPU", 2, {"--override-tensor"});
   expect_error(base + " -ctk q8_0 -ctv f16", 1, {"one type for K and V"});
   expect_error(base + " -fa maybe", 2, {"--flash-attn"});

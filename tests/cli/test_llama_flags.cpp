@@ -23,24 +23,26 @@ TEST(LlamaFlags, EscapesAsLlamaCppProcessesThem) {
 
 TEST(LlamaFlags, MultiLetterShortFlagsBecomeLongForms) {
   std::vector<std::string> in = {"minfer", "m.gguf", "-ngl", "99", "-md", "d.gguf", "-fa", "on", "-ub", "8",
-                                 "-ctk", "f16", "-sys", "hi", "-n", "4", "--", "-ngl"};
+                                 "-ctk", "f16", "-sys", "hi", "-np", "2", "-n", "4", "--", "-ngl"};
   std::vector<char*> argv;
   for (std::string& s : in) argv.push_back(s.data());
   const std::vector<char*> out = minfer::cli::with_llama_cpp_flags(int(argv.size()), argv.data());
   std::vector<std::string> got(out.begin(), out.end());
   EXPECT_EQ(got, (std::vector<std::string>{"minfer", "m.gguf", "--n-gpu-layers", "99", "--model-draft", "d.gguf",
                                            "--flash-attn", "on", "--ubatch-size", "8", "--cache-type-k", "f16",
-                                           "--system-prompt", "hi", "-n", "4", "--", "-ngl"}));
+                                           "--system-prompt", "hi", "--parallel", "2", "-n", "4", "--", "-ngl"}));
 }
 
 TEST(LlamaFlags, FlagsWithoutACounterpartAreNamed) {
-  std::vector<std::string> in = {"minfer", "m.gguf", "-np", "4"};
+  std::vector<std::string> in = {"minfer", "m.gguf", "-hf", "org/model"};
   std::vector<char*> argv;
   for (std::string& s : in) argv.push_back(s.data());
   try {
     minfer::cli::with_llama_cpp_flags(int(argv.size()), argv.data());
-    FAIL() << "-np was taken";
+    FAIL() << "-hf was taken";
   } catch (const minfer::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("-np (llama.cpp's --parallel) is not a minfer option"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("-hf (llama.cpp's --hf-repo) is not a minfer option: give minfer a local GGUF file"),
+              std::string::npos)
+        << e.what();
   }
 }
