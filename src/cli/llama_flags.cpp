@@ -43,6 +43,19 @@ constexpr Refused kRefused[] = {
     {"-Cr", "--cpu-range", "CPU masks are not supported (taskset works)"},
     {"-lv", "--verbosity", "use --verbose or --quiet"},
     {"-dt", "--defrag-thold", "the KV cache is one sequence and never fragments"},
+    // Long flags without a counterpart, named the same way.
+    {"--no-mmap", "--no-mmap", "minfer maps the file and copies the weights it repacks at load"},
+    {"--numa", "--numa", "not supported"},
+    {"--rpc", "--rpc", "minfer runs on this machine's CPU"},
+    {"--lora", "--lora", "LoRA adapters are not supported"},
+    {"--lora-scaled", "--lora-scaled", "LoRA adapters are not supported"},
+    {"--control-vector", "--control-vector", "control vectors are not supported"},
+    {"--mmproj", "--mmproj", "minfer runs text models only"},
+    {"--image", "--image", "minfer runs text models only"},
+    {"--context-shift", "--context-shift", "a full context ends the reply (finish_reason length)"},
+    {"--rope-scaling", "--rope-scaling", "the GGUF's rope scaling is used"},
+    {"--rope-freq-base", "--rope-freq-base", "the GGUF's rope frequency base is used"},
+    {"--override-kv", "--override-kv", "not supported"},
 };
 
 }  // namespace
@@ -54,8 +67,11 @@ std::vector<char*> with_llama_cpp_flags(int argc, char** argv) {
     if (a == "--") break;
     for (const auto& [flag, long_form] : kLongForms)
       if (a == flag) args[size_t(i)] = const_cast<char*>(long_form);
-    for (const Refused& r : kRefused)
-      if (a == r.flag) fail("{} (llama.cpp's {}) is not a minfer option: {}", r.flag, r.long_form, r.why);
+    for (const Refused& r : kRefused) {
+      if (a != r.flag && !(a.starts_with(r.flag) && a.size() > r.flag.size() && a[r.flag.size()] == '=')) continue;
+      if (r.flag == r.long_form) fail("{} (llama.cpp's) is not a minfer option: {}", r.flag, r.why);
+      fail("{} (llama.cpp's {}) is not a minfer option: {}", r.flag, r.long_form, r.why);
+    }
   }
   return args;
 }

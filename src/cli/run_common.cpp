@@ -1,6 +1,11 @@
 #include "cli/run_common.h"
 
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <cmath>
 #include <cstdio>
@@ -81,6 +86,7 @@ void GenFlags::add_to(CLI::App& app) {
   app.add_option("--n-gpu-layers-draft,--gpu-layers-draft", n_gpu_layers_draft, "-ngld: as -ngl, for the draft model");
   app.add_option("--flash-attn", flash_attn, "-fa on|off|auto: minfer's attention always streams the softmax (flash attention)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
+  app.add_flag("--mlock", mlock, "keep the model in RAM (no swapping), as llama.cpp's --mlock");
   app.add_flag("--jinja", jinja, "llama.cpp's --jinja: minfer always renders chat templates with Jinja");
   app.add_option("--parallel", parallel, "-np: llama-server's slots; minfer serves one request at a time (they queue)")
       ->capture_default_str();
@@ -255,6 +261,21 @@ runtime::ContextParams context_params(const runtime::Model& m, const GenFlags& f
   cp.n_ctx = choose_n_ctx(m, f.n_ctx, cp.kv_type);
   cp.n_threads = f.threads > 0 ? f.threads : runtime::usable_physical_cores();
   return cp;
+}
+
+void lock_memory(const GenFlags& f, Log& log) {
+  if (!f.mlock) return;
+  if (::mlockall(MCL_CURRENT) == 0) {
+    log.detail("--mlock: the model and the caches are locked in RAM");
+    return;
+  }
+  const int e = errno;
+  struct rlimit lim {};
+  const bool have = ::getrlimit(RLIMIT_MEMLOCK, &lim) == 0;
+  log.warn("--mlock: cannot lock the model in RAM: {}{}", std::strerror(e),
+           have && lim.rlim_cur != RLIM_INFINITY
+               ? fmt::format(" (RLIMIT_MEMLOCK is {} KiB; raise it with 'ulimit -l')", lim.rlim_cur / 1024)
+               : std::string());
 }
 
 Draft load_draft(const GenFlags& f, const runtime::Model& target, const runtime::ContextParams& target_cp, Log& log) {

@@ -77,6 +77,7 @@ struct GenFlags {
   int parallel = 1;                              // llama-server's -np: one slot here (a warning)
   bool cont_batching = false, no_cont_batching = false, kv_unified = false;  // -cb -nocb -kvu: one slot
   bool escape = true;                            // llama.cpp's -e/--no-escape
+  bool mlock = false;                            // llama.cpp's --mlock
   // Speculative decoding, llama.cpp's flags: -md, --draft-max, --draft-min, --draft-p-min, -cd.
   std::string model_draft;
   runtime::DraftParams draft;
@@ -128,6 +129,11 @@ Loaded load_model(const std::string& path, Log& log);
 int64_t choose_n_ctx(const runtime::Model& m, int64_t requested, GgmlType kv_type);
 GgmlType parse_kv_type(const std::string& s);
 runtime::ContextParams context_params(const runtime::Model& m, const GenFlags& f);
+// --mlock: what the process has mapped now (the model, its staged weights, the KV caches) is
+// locked in RAM, as llama.cpp's --mlock keeps the model from being swapped out; a warning (and
+// nothing else) when the system refuses, e.g. past RLIMIT_MEMLOCK.
+void lock_memory(const GenFlags& f, Log& log);
+
 // Loads -md's model, with a context of -cd tokens (0: the target's) and the target's threads
 // and KV type. Error naming the file when its vocabulary cannot stand in for the target's.
 Draft load_draft(const GenFlags& f, const runtime::Model& target, const runtime::ContextParams& target_cp, Log& log);

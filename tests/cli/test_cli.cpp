@@ -264,7 +264,7 @@ TEST_F(Cli, ChatWithADraftModel) {
 // llama.cpp's spellings: -ngl and -fa change nothing on the CPU (a warning where they would),
 // -b/-ub cut the prompt into smaller decode calls with the same text, -ctk/-ctv set the cache
 // type, escapes in -p are processed unless --no-escape, and its flags without a counterpart are
-// named with their long form.
+// named with their long form; --mlock locks the model in RAM (or warns that the system would not).
 TEST_F(Cli, LlamaCppFlagSpellings) {
   MINFER_REQUIRE_SHARED();
   const json g = json::parse(slurp(minfer::test::shared_path("golden/models/stories260K.greedy64.json")));
@@ -304,6 +304,13 @@ TEST_F(Cli, LlamaCppFlagSpellings) {
   EXPECT_EQ(stop.out, want.substr(0, want.find('\n')));
 
   expect_error(base + " -hf org/model", 2, {"-hf (llama.cpp's --hf-repo) is not a minfer option"});
+  expect_error(base + " --lora=a.gguf", 2, {"--lora (llama.cpp's) is not a minfer option: LoRA adapters"});
+  r = run(base + " --kv-type f32 --mlock --verbose");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, want);
+  EXPECT_TRUE(r.err.find("--mlock: the model and the caches are locked in RAM") != std::string::npos ||
+              r.err.find("--mlock: cannot lock the model in RAM") != std::string::npos)
+      << r.err;
   r = run(base + " --kv-type f32 -np 4 -cb -kvu");  // llama-server's slots: one here, a warning
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, want);
