@@ -130,7 +130,7 @@ int run_run(int argc, char** argv) {
   log.detail("context: {} tokens, {} threads, KV {}", ctx.n_ctx(), cp.n_threads,
              type_name(cp.kv_type));
   const cli::Draft draft = cli::load_draft(f, model, cp, log);
-  cli::lock_memory(f, log);
+  cli::lock_memory(f, model, draft.model.get(), log);
 
   if (!dump_dot.empty() || !dump_json.empty()) {
     const int64_t nt = int64_t(tokens.size());

@@ -93,7 +93,7 @@ int run_serve(int argc, char** argv) {
   o.log = [&log](const std::string& line) { log.info("{}", line); };
 
   server::OpenAiServer srv(model, o);
-  cli::lock_memory(f, log);
+  cli::lock_memory(f, model, draft.model.get(), log);
   srv.bind();
   log.info("serving {} with {} tokens of context; Ctrl-C stops", o.model_name, o.ctx.n_ctx);
   // The address on stdout, for scripts that start the server on --port 0.

@@ -1,11 +1,8 @@
 #include "cli/run_common.h"
 
-#include <sys/mman.h>
 #include <sys/resource.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
 #include <cmath>
 #include <cstdio>
@@ -263,16 +260,17 @@ runtime::ContextParams context_params(const runtime::Model& m, const GenFlags& f
   return cp;
 }
 
-void lock_memory(const GenFlags& f, Log& log) {
+void lock_memory(const GenFlags& f, const runtime::Model& model, const runtime::Model* draft, Log& log) {
   if (!f.mlock) return;
-  if (::mlockall(MCL_CURRENT) == 0) {
-    log.detail("--mlock: the model and the caches are locked in RAM");
+  std::string why = model.lock_in_memory();
+  if (why.empty() && draft) why = draft->lock_in_memory();
+  if (why.empty()) {
+    log.detail("--mlock: the model's weights are locked in RAM");
     return;
   }
-  const int e = errno;
   struct rlimit lim {};
   const bool have = ::getrlimit(RLIMIT_MEMLOCK, &lim) == 0;
-  log.warn("--mlock: cannot lock the model in RAM: {}{}", std::strerror(e),
+  log.warn("--mlock: cannot lock the model in RAM: {}{}", why,
            have && lim.rlim_cur != RLIM_INFINITY
                ? fmt::format(" (RLIMIT_MEMLOCK is {} KiB; raise it with 'ulimit -l')", lim.rlim_cur / 1024)
                : std::string());

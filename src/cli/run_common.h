@@ -129,10 +129,10 @@ Loaded load_model(const std::string& path, Log& log);
 int64_t choose_n_ctx(const runtime::Model& m, int64_t requested, GgmlType kv_type);
 GgmlType parse_kv_type(const std::string& s);
 runtime::ContextParams context_params(const runtime::Model& m, const GenFlags& f);
-// --mlock: what the process has mapped now (the model, its staged weights, the KV caches) is
-// locked in RAM, as llama.cpp's --mlock keeps the model from being swapped out; a warning (and
-// nothing else) when the system refuses, e.g. past RLIMIT_MEMLOCK.
-void lock_memory(const GenFlags& f, Log& log);
+// --mlock: the model's weights (and the draft's) are locked in RAM, as llama.cpp's --mlock keeps
+// them from being swapped out; a warning (and nothing else) when the system refuses, e.g. past
+// RLIMIT_MEMLOCK.
+void lock_memory(const GenFlags& f, const runtime::Model& model, const runtime::Model* draft, Log& log);
 
 // Loads -md's model, with a context of -cd tokens (0: the target's) and the target's threads
 // and KV type. Error naming the file when its vocabulary cannot stand in for the target's.

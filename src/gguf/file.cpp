@@ -57,6 +57,12 @@ const Value* File::find(std::string_view key) const {
   return it == impl_->kv_index.end() ? nullptr : &impl_->kv[it->second].value;
 }
 
+int File::lock_kept() const {
+  for (const auto& m : impl_->maps)
+    if (const int e = m->lock_kept()) return e;
+  return 0;
+}
+
 void File::release(const uint8_t* p, size_t n) const {
   for (const auto& m : impl_->maps) m->release(p, n);
 }

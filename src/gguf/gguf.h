@@ -118,6 +118,8 @@ class File {
   // whole pages of the range leave this process's memory; a later read maps them again from
   // the file. No effect for from_memory images or ranges outside the mapping.
   void release(const uint8_t* p, size_t n) const;
+  // mlock() of the mapped parts not released (llama.cpp's --mlock); 0 or the first errno.
+  int lock_kept() const;
 
   struct Impl;
 

@@ -43,8 +43,28 @@ void MappedFile::release(const uint8_t* p, size_t n) const {
   const auto hi = std::min(reinterpret_cast<uintptr_t>(p) + n, reinterpret_cast<uintptr_t>(data_) + size_);
   const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
   const uintptr_t a = (lo + page - 1) / page * page, b = hi / page * page;
+  if (a >= b) return;
   // Advice only: a failure changes nothing but the memory footprint.
-  if (a < b) (void)::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+  (void)::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+  std::lock_guard lk(mu_);
+  released_.emplace_back(a, b);
+}
+
+int MappedFile::lock_kept() const {
+  std::lock_guard lk(mu_);
+  std::vector<std::pair<uintptr_t, uintptr_t>> gaps = released_;
+  std::sort(gaps.begin(), gaps.end());
+  const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  uintptr_t from = reinterpret_cast<uintptr_t>(data_) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data_) + size_;
+  auto lock = [](uintptr_t a, uintptr_t b) {
+    return a < b && ::mlock(reinterpret_cast<void*>(a), b - a) != 0 ? errno : 0;
+  };
+  for (const auto& [a, b] : gaps) {
+    if (const int e = lock(from, a)) return e;
+    from = std::max(from, b);
+  }
+  return lock(from, end);
 }
 
 MappedFile::~MappedFile() {

@@ -1,6 +1,10 @@
 #include "runtime/model.h"
 
+#include <sys/mman.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <future>
 
 #include "backend/cpu/backend.h"
@@ -66,6 +70,7 @@ ModelWeights::ModelWeights(const models::TensorTable& t, bool repack, bool verbo
     return;
   }
   staged_ = cpu::aligned_buffer(total, "the model's weights");
+  staged_bytes_ = total;
   for (const Job& j : jobs) {
     const models::TensorRef& r = *j.ref;
     sched::WeightRef& w = refs_[r.name];
@@ -100,6 +105,17 @@ ModelWeights::ModelWeights(const models::TensorTable& t, bool repack, bool verbo
                    j.pack ? "x16 rows" : j.held != r.type ? std::string(type_name(j.held)).c_str() : "huge pages",
                    double(j.bytes) / 1048576.0);
   }
+}
+
+int ModelWeights::lock() const {
+  if (!staged_ || staged_bytes_ == 0) return 0;
+  return ::mlock(staged_.get(), staged_bytes_) == 0 ? 0 : errno;
+}
+
+std::string Model::lock_in_memory() const {
+  int e = weights_->lock();
+  if (e == 0) e = file_->lock_kept();
+  return e == 0 ? std::string() : std::string(std::strerror(e));
 }
 
 const sched::WeightRef* ModelWeights::find(const std::string& name) const {

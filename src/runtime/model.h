@@ -47,10 +47,13 @@ class ModelWeights final : public sched::WeightStore {
   size_t packed_bytes() const { return packed_bytes_; }
   size_t n_copied() const { return n_copied_; }
   size_t copied_bytes() const { return copied_bytes_; }
+  // mlock() of the staged copy; 0 or errno.
+  int lock() const;
 
  private:
   std::unordered_map<std::string, sched::WeightRef> refs_;
   cpu::AlignedBuffer staged_;  // the packed and the copied weights, 64-byte aligned each
+  size_t staged_bytes_ = 0;
   size_t packed_bytes_ = 0, n_packed_ = 0;
   size_t copied_bytes_ = 0, n_copied_ = 0;
 };
@@ -69,6 +72,9 @@ class Model {
   std::string arch() const { return models::arch_name(hp_.arch); }
   int64_t n_vocab() const { return hp_.n_vocab; }
   int64_t n_ctx_train() const { return hp_.n_ctx_train; }
+  // llama.cpp's --mlock: the weights kept in RAM, not swapped out (the staged copy and what is
+  // still read from the mapping). "" or why the system refused (errno's text).
+  std::string lock_in_memory() const;
 
  private:
   Model() = default;

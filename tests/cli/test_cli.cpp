@@ -308,7 +308,7 @@ TEST_F(Cli, LlamaCppFlagSpellings) {
   r = run(base + " --kv-type f32 --mlock --verbose");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, want);
-  EXPECT_TRUE(r.err.find("--mlock: the model and the caches are locked in RAM") != std::string::npos ||
+  EXPECT_TRUE(r.err.find("--mlock: the model's weights are locked in RAM") != std::string::npos ||
               r.err.find("--mlock: cannot lock the model in RAM") != std::string::npos)
       << r.err;
   r = run(base + " --kv-type f32 -np 4 -cb -kvu");  // llama-server's slots: one here, a warning
