@@ -1,5 +1,10 @@
 // Opens every GGUF file of the shared test data and checks facts recorded in DATA.md.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
@@ -179,4 +184,40 @@ TEST(GgufOpen, ReleasedPagesReadBackFromTheFile) {
   auto m = File::from_memory(image.data(), image.size(), "stories260K (in memory)");
   m->release(image.data(), image.size());
   EXPECT_EQ(image, copy);
+}
+
+namespace {
+// VmLck of this process, in KiB (-1 when /proc says nothing).
+long locked_kib() {
+  std::FILE* fp = std::fopen("/proc/self/status", "r");
+  if (!fp) return -1;
+  char line[256];
+  long kib = -1;
+  while (std::fgets(line, sizeof line, fp))
+    if (std::sscanf(line, "VmLck: %ld kB", &kib) == 1) break;
+  std::fclose(fp);
+  return kib;
+}
+}  // namespace
+
+// --mlock's part in the reader: every page of the mapping but the released ones is locked.
+TEST(GgufOpen, LockKeptLocksAllButTheReleasedPages) {
+  MINFER_REQUIRE_SHARED();
+  const std::string path = minfer::test::shared_path("models/stories260K.gguf");
+  auto f = File::open(path);
+  const TensorInfo* t = f->find_tensor("token_embd.weight");  // 128 KiB of a 1.1 MiB file
+  ASSERT_NE(t, nullptr);
+  f->release(t->data, t->nbytes);
+  const long before = locked_kib();
+  if (before < 0) GTEST_SKIP() << "no VmLck in /proc/self/status";
+  const int e = f->lock_kept();
+  if (e == EPERM || e == ENOMEM || e == EAGAIN) GTEST_SKIP() << "mlock refused here: " << std::strerror(e);
+  ASSERT_EQ(e, 0) << std::strerror(e);
+  const long page_kib = ::sysconf(_SC_PAGESIZE) / 1024;
+  const long file_kib = long(fs::file_size(path)) / 1024;
+  const long released_kib = long(t->nbytes) / 1024;
+  const long locked = locked_kib() - before;
+  EXPECT_GE(locked, file_kib - released_kib - 2 * page_kib);
+  EXPECT_LE(locked, file_kib - released_kib + 2 * page_kib);
+  ::munlockall();
 }
