@@ -275,7 +275,7 @@ int run_chat(int argc, char** argv) {
 
   auto loaded = cli::load_model(model_path, log);
   const auto& model = *loaded.model;
-  auto tmpl = cli::chat_template(model, f.chat_template_file);
+  auto tmpl = cli::chat_template(model, f);
   if (!tmpl) fail("{}: the model has no chat template (give one with --chat-template-file)", model_path);
   auto cp = cli::context_params(model, f);
   runtime::Context ctx(model, cp);

@@ -111,7 +111,7 @@ int run_run(int argc, char** argv) {
   std::string text = prompt;
   bool templated = false;
   if (!f.no_template) {
-    if (auto tmpl = cli::chat_template(model, f.chat_template_file)) {
+    if (auto tmpl = cli::chat_template(model, f)) {
       nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
       if (!f.system.empty()) msgs.push_back({{"role", "system"}, {"content", f.system}});
       msgs.push_back({{"role", "user"}, {"content", prompt}});

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "runtime/prompt.h"
 #include "server/viz_server.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -46,7 +47,7 @@ int run_viz(int argc, char** argv) {
   opts.ctx.n_threads = threads;
   std::optional<std::string> tmpl;
   if (chat) {
-    tmpl = cli::chat_template(m, "");
+    tmpl = m.tokenizer().chat_template();
     if (!tmpl) fail("{}: --chat: the model has no chat template", model_path);
   }
   opts.tokenize = [&m, tmpl](const std::string& text) {

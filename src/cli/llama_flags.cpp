@@ -14,7 +14,7 @@ constexpr std::pair<std::string_view, const char*> kLongForms[] = {
     {"-ngld", "--n-gpu-layers-draft"}, {"-fa", "--flash-attn"}, {"-ub", "--ubatch-size"},
     {"-ctk", "--cache-type-k"},   {"-ctv", "--cache-type-v"},   {"-sys", "--system-prompt"},
     {"-jf", "--json-schema-file"}, {"-no-cnv", "--no-conversation"}, {"-cnv", "--conversation"},
-    {"-np", "--parallel"},        {"-cb", "--cont-batching"},   {"-nocb", "--no-cont-batching"},
+    {"-sysf", "--system-prompt-file"}, {"-np", "--parallel"},        {"-cb", "--cont-batching"},   {"-nocb", "--no-cont-batching"},
     {"-kvu", "--kv-unified"},
 };
 

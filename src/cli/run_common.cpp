@@ -106,6 +106,8 @@ void GenFlags::add_to(CLI::App& app) {
   app.add_flag("--no-template", no_template, "raw completion: do not apply the chat template");
   app.add_option("--system,--system-prompt", system, "-sys: system message (with a chat template)");
   app.add_option("--chat-template-file", chat_template_file, "Jinja chat template to use instead of the model's");
+  app.add_option("--chat-template", chat_template_text, "the same, given as its Jinja text");
+  app.add_option("--system-prompt-file", system_file, "-sysf: the system message from FILE");
   app.add_flag("--verbose", verbose, "print model and context details on stderr");
   app.add_flag("-q,--quiet", quiet, "print nothing but the generated text (no timings)");
   app.add_option("--log-file", log_file, "also append the stderr messages to FILE");
@@ -132,6 +134,19 @@ void GenFlags::validate() {
   if (ctx_size_draft > (int64_t(1) << 20)) fail("-cd {}: larger than 1048576 tokens", ctx_size_draft);
   if (escape)
     for (std::string& s : stop) s = process_escapes(s);
+  if (!chat_template_text.empty() && !chat_template_file.empty())
+    fail("--chat-template and --chat-template-file: give one of them");
+  // llama.cpp also takes the name of a template it has built in ("chatml", "llama3"); minfer
+  // renders Jinja only.
+  if (!chat_template_text.empty() && chat_template_text.find("{{") == std::string::npos &&
+      chat_template_text.find("{%") == std::string::npos)
+    fail("--chat-template {}: minfer takes the template's Jinja text here, not the name of one of "
+         "llama.cpp's built-in templates (or give a file with --chat-template-file)", chat_template_text);
+  if (!system_file.empty()) {
+    if (!system.empty()) fail("--system and --system-prompt-file: give one of them");
+    system = read_text_file(system_file, "system prompt");
+    if (system.ends_with('\n')) system.pop_back();
+  }
 }
 
 GgmlType GenFlags::kv_cache_type() const {
@@ -303,8 +318,9 @@ std::string read_text_file(const std::string& path, const char* what) {
   return ss.str();
 }
 
-std::optional<std::string> chat_template(const runtime::Model& m, const std::string& file) {
-  if (!file.empty()) return read_text_file(file, "chat template");
+std::optional<std::string> chat_template(const runtime::Model& m, const GenFlags& f) {
+  if (!f.chat_template_text.empty()) return f.chat_template_text;
+  if (!f.chat_template_file.empty()) return read_text_file(f.chat_template_file, "chat template");
   return m.tokenizer().chat_template();
 }
 

@@ -86,6 +86,8 @@ struct GenFlags {
   bool ignore_eos = false;
   std::string system;
   std::string chat_template_file;
+  std::string chat_template_text;  // llama.cpp's --chat-template: the template's Jinja text
+  std::string system_file;         // llama.cpp's -sysf: the system message from a file
   bool verbose = false;
   bool quiet = false;
   std::string log_file;
@@ -138,8 +140,9 @@ void lock_memory(const GenFlags& f, const runtime::Model& model, const runtime::
 // and KV type. Error naming the file when its vocabulary cannot stand in for the target's.
 Draft load_draft(const GenFlags& f, const runtime::Model& target, const runtime::ContextParams& target_cp, Log& log);
 
-// The chat template to use: --chat-template-file, else the model's; nullopt when none.
-std::optional<std::string> chat_template(const runtime::Model& m, const std::string& file);
+// The chat template to use: --chat-template's text, --chat-template-file, else the model's;
+// nullopt when none.
+std::optional<std::string> chat_template(const runtime::Model& m, const GenFlags& f);
 // load_ms < 0: no load line (later turns of a chat).
 void print_timings(Log& log, double load_ms, const runtime::GenerateResult& r);
 

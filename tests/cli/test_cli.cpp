@@ -371,6 +371,28 @@ TEST_F(Cli, EmbedAsLlamaEmbedding) {
   expect_error("embed " + stories(), 2, {"-p"});
 }
 
+// llama.cpp's --chat-template (the Jinja text itself) and -sysf (the system message from a file)
+// give what --chat-template-file and --system give; a built-in template's name is refused.
+TEST_F(Cli, ChatTemplateTextAndSystemFile) {
+  MINFER_REQUIRE_SHARED();
+  spit(dir_ / "chatml.jinja", kChatml);
+  spit(dir_ / "system.txt", "You are terse.\n");
+  const std::string base = qwen2() + " Hi --temp 0 -n 6 --verbose";
+  const Result by_file = run(base + " --chat-template-file " + q((dir_ / "chatml.jinja").string()) + " --system " + q("You are terse."));
+  const Result by_text = run(base + " --chat-template " + q(kChatml) + " -sysf " + q((dir_ / "system.txt").string()));
+  ASSERT_EQ(by_file.code, 0) << by_file.err;
+  ASSERT_EQ(by_text.code, 0) << by_text.err;
+  EXPECT_EQ(by_text.out, by_file.out);
+  std::smatch a, b;
+  ASSERT_TRUE(std::regex_search(by_file.err, a, std::regex("prompt: ([0-9]+) tokens \\(chat template applied\\)")));
+  ASSERT_TRUE(std::regex_search(by_text.err, b, std::regex("prompt: ([0-9]+) tokens \\(chat template applied\\)")));
+  EXPECT_EQ(a[1], b[1]);
+  expect_error(base + " --chat-template chatml", 1, {"--chat-template chatml", "Jinja text"});
+  expect_error(base + " --chat-template " + q(kChatml) + " --chat-template-file x.jinja", 1, {"one of them"});
+  expect_error(base + " --system hi -sysf " + q((dir_ / "system.txt").string()), 1, {"one of them"});
+  expect_error(base + " -sysf " + q((dir_ / "none.txt").string()), 1, {"none.txt"});
+}
+
 TEST_F(Cli, ChatSessionRoundTrips) {
   MINFER_REQUIRE_SHARED();
   spit(dir_ / "chatml.jinja", kChatml);
