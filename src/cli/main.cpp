@@ -4,8 +4,6 @@
 #include <exception>
 #include <filesystem>
 #include <string>
-#include <string_view>
-#include <utility>
 #include <vector>
 
 #include "cli/command.h"
