@@ -111,6 +111,13 @@ void Context::truncate(int64_t n) {
   tokens_.resize(size_t(n_past_));
 }
 
+int64_t Context::keep_prefix(std::span<const int32_t> tokens) {
+  size_t n = 0;
+  while (n < tokens_.size() && n + 1 < tokens.size() && tokens_[n] == tokens[n]) ++n;
+  truncate(int64_t(n));
+  return int64_t(n);
+}
+
 // The slot for this batch shape: a single token's, a verification batch's (moved to the front
 // of the recently used; on a miss the least recently used one is taken over), or the prompts'.
 static Slot& slot_for(Context::Impl& im, int64_t nt, int64_t n_out) {

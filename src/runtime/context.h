@@ -69,6 +69,10 @@ class Context {
   const ContextParams& params() const { return params_; }
   // Forgets the KV entries at positions >= n (their rows are overwritten on the next decode).
   void truncate(int64_t n);
+  // Keeps the longest prefix of the cache that `tokens` starts with, short of the whole of
+  // `tokens` (the last one is always decoded: its logits are wanted), and forgets the rest.
+  // Returns how many stay; the caller decodes tokens[n..].
+  int64_t keep_prefix(std::span<const int32_t> tokens);
 
   const Stats& stats() const { return stats_; }
   void set_observer(NodeObserver obs);

@@ -76,13 +76,9 @@ std::vector<int32_t> Drafter::draft(std::span<const int32_t> history, int64_t n,
   const int64_t n_vocab = ctx_.n_vocab();
   if (std::any_of(history.begin(), history.end(), [&](int32_t t) { return t < 0 || t >= n_vocab; })) return out;
 
-  // Keep what the cache shares with the history; the last history token is always evaluated,
-  // since its logits give the first guess.
-  const std::span<const int32_t> cached = ctx_.tokens();
-  size_t common = 0;
-  while (common < cached.size() && common + 1 < history.size() && cached[common] == history[common])
-    ++common;
-  ctx_.truncate(int64_t(common));
+  // What the cache shares with the history stays; the rest (at least the last token, whose
+  // logits give the first guess) is evaluated.
+  const size_t common = size_t(ctx_.keep_prefix(history));
   std::span<const float> logits;
   constexpr size_t kBatch = 512;
   for (size_t i = common; i < history.size(); i += kBatch)

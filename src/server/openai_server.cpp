@@ -198,11 +198,7 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
 
   // Keep the longest common prefix of the cache; the last prompt token is always evaluated,
   // since its logits seed the first sample.
-  size_t common = 0;
-  while (common < cached_.size() && common + 1 < prompt.size() && cached_[common] == prompt[common])
-    ++common;
-  ctx_->truncate(int64_t(common));
-  cached_.resize(common);
+  const size_t common = size_t(ctx_->keep_prefix(prompt));
   for (size_t i = 0; i < common; ++i) sampler.accept(prompt[i]);
 
   runtime::GenerateOptions go;
@@ -264,11 +260,8 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   } catch (...) {
     // Whatever the context holds now is unknown: start the next request afresh.
     ctx_->truncate(0);
-    cached_.clear();
     throw;
   }
-  cached_ = prompt;
-  cached_.insert(cached_.end(), g.tokens.begin(), g.tokens.begin() + g.n_tokens_in_kv);
 
   out.text = std::move(g.text);
   out.finish_reason = finish_reason(g.reason);
@@ -304,7 +297,7 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
                           runtime::stop_reason_name(g.reason),
                           g.speculative ? fmt::format(", draft {} of {} accepted", g.n_draft_accepted, g.n_drafted) : ""));
   metrics_.record(g.n_prompt, g.t_prompt_ms, out.completion_tokens, g.t_gen_ms, ctx_->stats().decode_calls,
-                  int64_t(cached_.size()));
+                  ctx_->n_past());
   return out;
 }
 
@@ -492,7 +485,6 @@ void OpenAiServer::setup_routes() {
         std::vector<std::vector<std::vector<float>>> per_input;
         {
           const ModelTurn turn(ctx_mu_, metrics_);
-          cached_.clear();  // the cache is overwritten from its start
           const auto t0 = std::chrono::steady_clock::now();
           for (const std::vector<int32_t>& t : inputs)
             per_input.push_back(pooling == runtime::Pooling::None

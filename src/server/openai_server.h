@@ -144,7 +144,6 @@ class OpenAiServer {
   std::mutex ctx_mu_;    // one generation at a time (taken through a ModelTurn)
   ServerMetrics metrics_;
   std::unique_ptr<runtime::Context> ctx_;
-  std::vector<int32_t> cached_;  // the tokens whose KV entries the context holds, in order
   std::atomic<bool> cancel_{false};
   std::atomic<bool> stopping_{false};
 };

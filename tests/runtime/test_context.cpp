@@ -163,6 +163,14 @@ TEST(Context, TokensFollowDecodeAndTruncate) {
   EXPECT_EQ(std::vector<int32_t>(ctx.tokens().begin(), ctx.tokens().end()), (std::vector<int32_t>{1, 403}));
   EXPECT_THROW(ctx.decode(std::vector<int32_t>{1, 99999}), Error);  // a failed decode adds nothing
   EXPECT_EQ(ctx.tokens().size(), 2u);
+  // keep_prefix: the shared prefix stays, short of the whole of the new tokens.
+  run(ctx, {407, 261});  // 1 403 407 261
+  EXPECT_EQ(ctx.keep_prefix(std::vector<int32_t>{1, 403, 500, 7}), 2);
+  EXPECT_EQ(ctx.n_past(), 2);
+  run(ctx, {407, 261});
+  EXPECT_EQ(ctx.keep_prefix(std::vector<int32_t>{1, 403, 407, 261}), 3);  // the last is decoded again
+  EXPECT_EQ(ctx.keep_prefix(std::vector<int32_t>{9}), 0);
+  EXPECT_TRUE(ctx.tokens().empty());
 }
 
 // Batches whose every row is asked for (speculative decoding's verification) keep the graphs of
