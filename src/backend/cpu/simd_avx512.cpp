@@ -1552,13 +1552,21 @@ inline void kp_panel(const uint8_t* o, uint8_t* pb) {
   }
 }
 
+// Up to 8 tokens the packed K-quants run the one-token rows once per token (a group's 16 rows
+// stay in L1 after the first): decoding the panel costs more than it saves below that. Zen 5,
+// qwen3-0.6b, 2 threads, ms a pass of 4 / 8 tokens, GEMM -> rows: Q4_K_M 16.9 / 19.9 -> 12.6 /
+// 17.5, Q3_K_M 15.6 / 18.9 -> 12.3 / 18.2, Q2_K 14.7 / 18.0 -> 11.7 / 16.8, IQ4_XS 15.5 / 18.4 ->
+// 13.8 / 17.6, Q5_K_M 17.5 / 22.8 -> 15.8 / 22.7; at 12 tokens the GEMM wins for most types.
+// Speculative decoding's verification batches are of these sizes.
+constexpr int64_t kKqGemmMinTokens = 9;
+
 template <GgmlType T, class K, bool kAmx>
 void kp_gemm(GgmlType, const uint8_t* wp, int64_t n_groups, int64_t nsb, const PackedAct& xa,
              int64_t nt, float* y, int64_t ldy) {
   const size_t gb = packed_group_bytes(T, nsb * 256);
   const uint8_t* x = xa.q;
   const size_t xs = xa.stride;
-  if (nt < kGemmMinTokens) {
+  if (nt < kKqGemmMinTokens) {
     const bool prefetch = decode_prefetch(DecodeStream::SuperBlocks);
     for (int64_t g = 0; g < n_groups; ++g)
       for (int64_t t = 0; t < nt; ++t)
