@@ -30,6 +30,12 @@ DotTileFn dot_tile(GgmlType wtype, Isa isa);
 // 2 threads, with the tiles that widened as they went: 171.5 t/s with the usual items, 157.0
 // with the large ones).
 constexpr int64_t kFloatPanelTokens = 8;
+// AVX-512 F16 streams its rows up to 12 tokens: widening the panel costs more than it saves
+// below that (Zen 5, qwen3-0.6b F16, 2 threads, ms a pass of 8 / 12 tokens: 69.5 / 77.6 -> 51.1 /
+// 65.3); BF16 (vdpbf16ps) and the AVX2 rows measured slower there at 12 and keep 8.
+constexpr int64_t float_panel_tokens(GgmlType t, Isa isa) {
+  return t == GgmlType::F16 && isa >= Isa::Avx512 ? 13 : kFloatPanelTokens;
+}
 constexpr bool float_panel_tile(GgmlType t, Isa isa) {
   return (t == GgmlType::F16 || t == GgmlType::BF16) && isa >= Isa::Avx512;
 }

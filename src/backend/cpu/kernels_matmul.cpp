@@ -322,9 +322,9 @@ void matmul(const WeightView& w, const float* x, int64_t nt, float* y, const flo
   }
 
   const DotTileFn tile = dot_tile(w.type, active_isa());
-  // F16/BF16 prompts widen their activations once per call (kFloatPanelTokens): items of about
+  // F16/BF16 prompts widen their activations once per call (float_panel_tokens): items of about
   // rows / (2 x threads) rows instead of kRowChunk, where widening took a third of the time.
-  const bool per_call_setup = (nt >= kFloatPanelTokens && float_panel_tile(w.type, active_isa())) ||
+  const bool per_call_setup = (nt >= float_panel_tokens(w.type, active_isa()) && float_panel_tile(w.type, active_isa())) ||
                               q8k_sums_tile(vdt, active_isa(), nt);
   const int64_t row_chunk = per_call_setup ? std::max(kRowChunk, w.rows / (2 * threads()) / 16 * 16) : kRowChunk;
   // Decode: the packed path's items (decode_items), in groups of 16 GGUF rows. Against items

@@ -1853,7 +1853,7 @@ inline void fpanel_tile2(const float* p0, const float* p1, int64_t n, const floa
 template <class L>
 void fpanel_gemm(GgmlType t, int64_t n, const uint8_t* w, size_t ws, int64_t nr, const uint8_t* x, size_t xs,
                  int64_t nt, float* y, int64_t ldy) {
-  if (nt < kFloatPanelTokens) {
+  if (nt < float_panel_tokens(t, Isa::Avx512)) {
     row_stream_tiles<F512K<L, 4>, 2, 2>(t, n, w, ws, nr, x, xs, nt, y, ldy);
     return;
   }
