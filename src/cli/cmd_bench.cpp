@@ -82,19 +82,6 @@ struct Row {
   std::string time;
 };
 
-// "a,b,c" -> {"a", "b", "c"}; "" -> {}.
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (!s.empty()) {
-    const size_t comma = s.find(',', pos);
-    out.push_back(s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
 int run_bench_cmd(int argc, char** argv) {
   CLI::App app{"Measure prefill (ppN) and decode (tgN) throughput like llama-bench",
                "minfer bench"};
@@ -123,29 +110,16 @@ int run_bench_cmd(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "progress and kernel details on stderr");
   // llama-bench's flags for what it varies on other machines.
   int64_t batch_size = 2048, ubatch_size = 512;
-  std::string ngl, flash_attn, cache_type_k, cache_type_v;
+  minfer::cli::HardwareFlags hardware;
   app.add_option("-b,--batch-size", batch_size, "prompt tokens per decode call, with --ubatch-size the smaller")
       ->capture_default_str();
   app.add_option("--ubatch-size", ubatch_size, "-ub: prompt tokens per decode call, with -b the smaller")
       ->capture_default_str();
-  app.add_option("--n-gpu-layers", ngl, "-ngl: llama-bench's GPU layers; minfer runs on the CPU");
-  app.add_option("--flash-attn", flash_attn, "-fa: minfer's attention always streams the softmax (flash attention)");
-  app.add_option("--cache-type-k", cache_type_k, "-ctk: the KV cache type (K and V share one: --kv-type)");
-  app.add_option("--cache-type-v", cache_type_v, "-ctv: the KV cache type (K and V share one: --kv-type)");
+  hardware.add_to(app);
   minfer::cli::parse(app, argc, argv);
   if (batch_size < 1 || ubatch_size < 1) minfer::fail("-b/-ub: must be >= 1");
-  for (const std::string& v : split_list(ngl))
-    if (v != "0") std::fprintf(stderr, "minfer bench: warning: -ngl %s: minfer runs on the CPU\n", v.c_str());
-  for (const std::string& v : split_list(flash_attn)) {
-    if (v != "0" && v != "1" && v != "on" && v != "off" && v != "auto")
-      minfer::fail("-fa {}: expected 0, 1, on, off or auto", v);
-    if (v == "0" || v == "off")
-      std::fprintf(stderr, "minfer bench: warning: -fa %s: the attention always streams the softmax (flash attention)\n",
-                   v.c_str());
-  }
-  if (!cache_type_k.empty() && !cache_type_v.empty() && cache_type_k != cache_type_v)
-    minfer::fail("-ctk {} -ctv {}: minfer's KV cache has one type for K and V", cache_type_k, cache_type_v);
-  if (!cache_type_k.empty() || !cache_type_v.empty()) kv_type = cache_type_k.empty() ? cache_type_v : cache_type_k;
+  hardware.check([](const std::string& w) { std::fprintf(stderr, "minfer bench: warning: %s\n", w.c_str()); });
+  kv_type = hardware.kv_type_or(kv_type);
 
   if (reps < 1 || reps > 1000) minfer::fail("-r {}: must be between 1 and 1000", reps);
   for (auto p : n_prompt)

@@ -1,5 +1,8 @@
 #include "cli/llama_flags.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <string_view>
 #include <utility>
 
@@ -74,6 +77,50 @@ std::vector<char*> with_llama_cpp_flags(int argc, char** argv) {
     }
   }
   return args;
+}
+
+void HardwareFlags::add_to(CLI::App& app) {
+  app.add_option("--n-gpu-layers,--gpu-layers", n_gpu_layers, "-ngl: llama.cpp's GPU layers; minfer runs on the CPU");
+  app.add_option("--n-gpu-layers-draft,--gpu-layers-draft", n_gpu_layers_draft, "-ngld: as -ngl, for a draft model");
+  app.add_option("--flash-attn", flash_attn,
+                 "-fa on|off|auto: minfer's attention always streams the softmax (flash attention)");
+  app.add_option("--cache-type-k", cache_type_k, "-ctk: the K cache type (K and V share one here: --kv-type)");
+  app.add_option("--cache-type-v", cache_type_v, "-ctv: the V cache type (K and V share one here: --kv-type)");
+}
+
+void HardwareFlags::check(const std::function<void(const std::string&)>& warn) const {
+  // llama-bench takes comma-separated lists of each.
+  auto each = [](const std::string& list, auto&& fn) {
+    size_t pos = 0;
+    while (pos <= list.size() && !list.empty()) {
+      const size_t comma = std::min(list.find(',', pos), list.size());
+      fn(list.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+  };
+  for (const std::string* ngl : {&n_gpu_layers, &n_gpu_layers_draft})
+    each(*ngl, [&](const std::string& v) {
+      if (v != "auto" && v != "all" && v != "-1" && (v.empty() || v.find_first_not_of("0123456789") != std::string::npos))
+        fail("-ngl {}: expected a number of layers, auto or all", v);
+    });
+  each(flash_attn, [&](const std::string& v) {
+    if (v != "on" && v != "off" && v != "auto" && v != "1" && v != "0")
+      fail("-fa {}: expected on, off or auto (or 1, 0)", v);
+  });
+  if (!cache_type_k.empty() && !cache_type_v.empty() && cache_type_k != cache_type_v)
+    fail("-ctk {} -ctv {}: minfer's KV cache has one type for K and V (--kv-type)", cache_type_k, cache_type_v);
+  for (const std::string* ngl : {&n_gpu_layers, &n_gpu_layers_draft})
+    each(*ngl, [&](const std::string& v) {
+      if (v != "0") warn(fmt::format("-ngl {}: minfer runs on the CPU; there are no layers to offload", v));
+    });
+  each(flash_attn, [&](const std::string& v) {
+    if (v == "off" || v == "0")
+      warn(fmt::format("-fa {}: minfer's attention always streams the softmax over the KV cache, as flash attention does", v));
+  });
+}
+
+const std::string& HardwareFlags::kv_type_or(const std::string& kv_type) const {
+  return !cache_type_k.empty() ? cache_type_k : !cache_type_v.empty() ? cache_type_v : kv_type;
 }
 
 std::string process_escapes(const std::string& s) {

@@ -73,16 +73,11 @@ void GenFlags::add_to(CLI::App& app) {
                  "JSON schema the generated text must follow (as llama.cpp: {} is any JSON object)");
   app.add_option("--json-schema-file", json_schema_file, "file holding such a schema");
   app.add_option("--kv-type", kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
-  app.add_option("--cache-type-k", cache_type_k, "-ctk: llama.cpp's K cache type (K and V share one type: --kv-type)");
-  app.add_option("--cache-type-v", cache_type_v, "-ctv: llama.cpp's V cache type (K and V share one type: --kv-type)");
+  hardware.add_to(app);
   app.add_option("-b,--batch-size", batch_size, "prompt tokens per decode call (with --ubatch-size, the smaller)")
       ->capture_default_str();
   app.add_option("--ubatch-size", ubatch_size, "-ub: prompt tokens per decode call (with -b, the smaller)")
       ->capture_default_str();
-  app.add_option("--n-gpu-layers,--gpu-layers", n_gpu_layers, "-ngl: llama.cpp's GPU layers; minfer runs on the CPU");
-  app.add_option("--n-gpu-layers-draft,--gpu-layers-draft", n_gpu_layers_draft, "-ngld: as -ngl, for the draft model");
-  app.add_option("--flash-attn", flash_attn, "-fa on|off|auto: minfer's attention always streams the softmax (flash attention)")
-      ->check(CLI::IsMember({"on", "off", "auto"}));
   app.add_flag("--mlock", mlock, "keep the model in RAM (no swapping), as llama.cpp's --mlock");
   app.add_flag("--jinja", jinja, "llama.cpp's --jinja: minfer always renders chat templates with Jinja");
   app.add_option("--parallel", parallel, "-np: llama-server's slots; minfer serves one request at a time (they queue)")
@@ -124,10 +119,7 @@ void GenFlags::validate() {
   if (parallel < 1 || parallel > 256) fail("-np {}: must be between 1 and 256", parallel);
   if (batch_size < 1) fail("-b {}: must be >= 1", batch_size);
   if (ubatch_size < 1) fail("-ub {}: must be >= 1", ubatch_size);
-  for (const std::string* ngl : {&n_gpu_layers, &n_gpu_layers_draft})
-    if (!ngl->empty() && *ngl != "auto" && *ngl != "all" && ngl->find_first_not_of("0123456789") != std::string::npos &&
-        *ngl != "-1")
-      fail("-ngl {}: expected a number of layers, auto or all", *ngl);
+  hardware.check([](const std::string&) {});  // the values; setup_log gives the warnings
   sampler_params().validate();
   draft.validate();
   if (ctx_size_draft < 0) fail("-cd {}: the context size must be >= 0", ctx_size_draft);
@@ -150,10 +142,7 @@ void GenFlags::validate() {
 }
 
 GgmlType GenFlags::kv_cache_type() const {
-  if (!cache_type_k.empty() && !cache_type_v.empty() && cache_type_k != cache_type_v)
-    fail("-ctk {} -ctv {}: minfer's KV cache has one type for K and V (--kv-type)", cache_type_k, cache_type_v);
-  const std::string& t = !cache_type_k.empty() ? cache_type_k : !cache_type_v.empty() ? cache_type_v : kv_type;
-  return parse_kv_type(t);
+  return parse_kv_type(hardware.kv_type_or(kv_type));
 }
 
 std::shared_ptr<const grammar::Grammar> GenFlags::grammar_rules() const {
@@ -204,12 +193,9 @@ void GenFlags::setup_log(Log& log) const {
   log.quiet = quiet;
   log.verbose = verbose;
   if (!log_file.empty()) log.open_file(log_file);
-  for (const std::string* ngl : {&n_gpu_layers, &n_gpu_layers_draft})
-    if (!ngl->empty() && *ngl != "0") log.warn("-ngl {}: minfer runs on the CPU; there are no layers to offload", *ngl);
+  hardware.check([&log](const std::string& w) { log.warn("{}", w); });
   if (parallel > 1)
     log.warn("-np {}: minfer serves one request at a time; the others wait their turn", parallel);
-  if (flash_attn == "off")
-    log.warn("-fa off: minfer's attention always streams the softmax over the KV cache, as flash attention does");
 }
 
 GgmlType parse_kv_type(const std::string& s) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/llama_flags.h"
 #include "grammar/gbnf.h"
 #include "runtime/context.h"
 #include "runtime/generate.h"
@@ -69,10 +70,8 @@ struct GenFlags {
   std::string json_schema;       // or a JSON schema, made a grammar as llama.cpp does (-j)
   std::string json_schema_file;  // or a file of it
   std::string kv_type = "f16";  // llama.cpp's default
-  std::string cache_type_k, cache_type_v;  // llama.cpp's -ctk/-ctv: one type for both here
   int64_t batch_size = 2048, ubatch_size = 512;  // llama.cpp's -b/-ub: prompt tokens per decode call
-  std::string n_gpu_layers, n_gpu_layers_draft;  // llama.cpp's -ngl: no GPU here (a warning)
-  std::string flash_attn;                        // llama.cpp's -fa on|off|auto
+  HardwareFlags hardware;                        // llama.cpp's -ngl -ngld -fa -ctk -ctv
   bool jinja = false;                            // llama.cpp's --jinja: templates are always Jinja
   int parallel = 1;                              // llama-server's -np: one slot here (a warning)
   bool cont_batching = false, no_cont_batching = false, kv_unified = false;  // -cb -nocb -kvu: one slot

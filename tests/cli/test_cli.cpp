@@ -318,7 +318,7 @@ TEST_F(Cli, LlamaCppFlagSpellings) {
   expect_error(base + " -np 0", 1, {"-np 0"});
   expect_error(base + " -ot x=CPU", 2, {"--override-tensor"});
   expect_error(base + " -ctk q8_0 -ctv f16", 1, {"one type for K and V"});
-  expect_error(base + " -fa maybe", 2, {"--flash-attn"});
+  expect_error(base + " -fa maybe", 1, {"-fa maybe"});
   expect_error(base + " -ngl many", 1, {"-ngl many"});
   expect_error(base + " -b 0", 1, {"-b 0"});
   expect_error(base + " -cnv", 2, {"minfer chat"});
