@@ -203,6 +203,13 @@ long locked_kib() {
 // --mlock's part in the reader: every page of the mapping but the released ones is locked.
 TEST(GgufOpen, LockKeptLocksAllButTheReleasedPages) {
   MINFER_REQUIRE_SHARED();
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer makes mlock a no-op";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "AddressSanitizer makes mlock a no-op";
+#endif
+#endif
   const std::string path = minfer::test::shared_path("models/stories260K.gguf");
   auto f = File::open(path);
   const TensorInfo* t = f->find_tensor("token_embd.weight");  // 128 KiB of a 1.1 MiB file
