@@ -39,8 +39,9 @@ int run_serve(int argc, char** argv) {
       ->capture_default_str();
   bool embeddings = false;
   std::string pooling;
-  bool metrics = false;
+  bool metrics = false, slots = true;
   app.add_flag("--metrics", metrics, "GET /metrics: Prometheus-compatible metrics (llama-server's)");
+  app.add_flag("--slots,!--no-slots", slots, "GET /slots: the slot's task and progress (default: on, as llama-server)");
   app.add_flag("--embeddings,--embedding", embeddings,
                "compute embeddings (POST /v1/embeddings) instead of generating text");
   app.add_option("--pooling", pooling, "how --embeddings pools the tokens' hidden states: mean, cls, last, none (a vector per token, /embeddings) "
@@ -89,6 +90,7 @@ int run_serve(int argc, char** argv) {
   o.extract_reasoning = reasoning_format != "none";
   o.embeddings = embeddings;
   o.metrics = metrics;
+  o.slots = slots;
   if (!pooling.empty()) o.pooling = runtime::pooling_from_name(pooling);
   o.log = [&log](const std::string& line) { log.info("{}", line); };
 

@@ -192,6 +192,19 @@ std::vector<int32_t> OpenAiServer::prepare(CompletionRequest& r) const {
 CompletionResult OpenAiServer::complete(const CompletionRequest& r,
                                         const std::vector<int32_t>& prompt, const TextSink& on_text) {
   const ModelTurn turn(ctx_mu_, metrics_);
+  {
+    std::lock_guard lk(slot_mu_);
+    slot_.id_task = next_task_++;
+    slot_.params = generation_settings(r);
+    slot_.prompt = model_.tokenizer().detokenize(prompt, false, true);
+    slot_.n_predict = r.max_tokens.value_or(opts_.n_predict);
+  }
+  slot_decoded_ = 0;
+  slot_busy_ = true;
+  struct Idle {
+    std::atomic<bool>& busy;
+    ~Idle() { busy = false; }
+  } idle{slot_busy_};
   cancel_ = stopping_.load();
   runtime::Sampler sampler(sampler_params(r, opts_.sampling,
                                           opts_.seed ? *opts_.seed : runtime::random_seed()));
@@ -221,6 +234,7 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   out.has_logprobs = r.logprobs;
   const tok::Tokenizer& tok = model_.tokenizer();
   go.on_sample = [&](int32_t id, std::span<const float> logits) {
+    ++slot_decoded_;
     if (!go.ignore_eog && tok.is_eog(id)) return;  // the token that ends the reply is not in it
     out.tokens.push_back(id);
     if (r.logprobs) {
@@ -350,6 +364,33 @@ void OpenAiServer::setup_routes() {
   };
   s.Get("/v1/models", models);
   s.Get("/models", models);
+
+  // llama-server's GET /slots: its one slot.
+  s.Get("/slots", [this](const httplib::Request&, httplib::Response& res) {
+    if (!opts_.slots) {
+      send_error(res, 501, "this server does not show its slots: start it without --no-slots");
+      return;
+    }
+    std::lock_guard lk(slot_mu_);
+    const bool busy = slot_busy_;
+    const int64_t decoded = slot_decoded_;
+    CompletionRequest defaults;
+    defaults.kind = ApiKind::Native;
+    send_json(res, json::array({json{
+                       {"id", 0},
+                       {"id_task", slot_.id_task},
+                       {"n_ctx", ctx_->n_ctx()},
+                       {"speculative", opts_.drafter != nullptr},
+                       {"is_processing", busy},
+                       {"params", slot_.params.is_null() ? generation_settings(defaults) : slot_.params},
+                       {"prompt", slot_.prompt},
+                       {"next_token",
+                        {{"has_next_token", busy},
+                         {"has_new_line", false},
+                         {"n_remain", slot_.n_predict < 0 ? int64_t(-1) : std::max<int64_t>(0, slot_.n_predict - decoded)},
+                         {"n_decoded", decoded},
+                         {"stopping_word", ""}}}}}));
+  });
 
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     if (!opts_.metrics) {

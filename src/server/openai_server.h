@@ -75,6 +75,7 @@ struct ServeOptions {
   bool embeddings = false;
   std::optional<runtime::Pooling> pooling;
   bool metrics = false;  // --metrics: GET /metrics answers (llama-server's Prometheus text), else 501
+  bool slots = true;     // GET /slots answers (llama-server's default; --no-slots: 501)
   // Speculative decoding for the generating endpoints (-md): the draft model's drafter, over a
   // context of its own; the caller keeps it alive as long as the server.
   runtime::Drafter* drafter = nullptr;
@@ -143,6 +144,19 @@ class OpenAiServer {
   int64_t created_ = 0;  // load time, for /v1/models
   std::mutex ctx_mu_;    // one generation at a time (taken through a ModelTurn)
   ServerMetrics metrics_;
+  // GET /slots: the one slot's task, as llama-server shows its slots. The request's fields are
+  // set under slot_mu_ when it takes the model; the token count moves on as it generates.
+  struct SlotState {
+    int64_t id_task = -1;
+    nlohmann::ordered_json params;  // generation_settings of the last request
+    std::string prompt;
+    int64_t n_predict = -1;
+  };
+  std::mutex slot_mu_;
+  SlotState slot_;
+  std::atomic<int64_t> slot_decoded_{0};
+  std::atomic<bool> slot_busy_{false};
+  int64_t next_task_ = 0;
   std::unique_ptr<runtime::Context> ctx_;
   std::atomic<bool> cancel_{false};
   std::atomic<bool> stopping_{false};

@@ -303,6 +303,43 @@ TEST(OpenAiServer, Metrics) {
   EXPECT_NE(res->body.find("--metrics"), std::string::npos) << res->body;
 }
 
+// GET /slots, llama-server's: the one slot, idle before any request, then the last task's
+// prompt, settings and count of generated tokens; --no-slots: 501.
+TEST(OpenAiServer, Slots) {
+  MINFER_REQUIRE_SHARED();
+  auto r = start("stories260K.gguf");
+  httplib::Client cli("127.0.0.1", r->port);
+  auto slots = [&] {
+    auto res = cli.Get("/slots");
+    EXPECT_TRUE(res && res->status == 200);
+    return res ? json::parse(res->body) : json();
+  };
+  json s = slots();
+  ASSERT_TRUE(s.is_array() && s.size() == 1) << s.dump();
+  EXPECT_EQ(s[0]["id"], 0);
+  EXPECT_EQ(s[0]["id_task"], -1);
+  EXPECT_EQ(s[0]["n_ctx"], 256);
+  EXPECT_EQ(s[0]["is_processing"], false);
+  EXPECT_EQ(s[0]["speculative"], false);
+  EXPECT_EQ(s[0]["next_token"]["n_decoded"], 0);
+  for (int i = 0; i < 2; ++i)
+    post(cli, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 5}, {"temperature", 0}, {"ignore_eos", true}});
+  s = slots();
+  EXPECT_EQ(s[0]["id_task"], 1);
+  EXPECT_EQ(s[0]["is_processing"], false);
+  EXPECT_NE(s[0]["prompt"].get<std::string>().find("Once upon a time"), std::string::npos) << s.dump();
+  EXPECT_EQ(s[0]["params"]["n_predict"], 5);
+  EXPECT_EQ(s[0]["next_token"]["n_decoded"], 5);
+  EXPECT_EQ(s[0]["next_token"]["n_remain"], 0);
+  server::ServeOptions o;
+  o.slots = false;
+  auto off = start("stories260K.gguf", o);
+  httplib::Client cli2("127.0.0.1", off->port);
+  auto res = cli2.Get("/slots");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 501);
+}
+
 TEST(OpenAiServer, LlamaServersOwnCompletionEndpoint) {
   MINFER_REQUIRE_SHARED();
   auto r = start("stories260K.gguf");
