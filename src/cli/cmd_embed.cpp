@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/llama_flags.h"
 #include "cli/run_common.h"
+#include "cli/split.h"
 #include "common/error.h"
 #include "runtime/context.h"
 #include "runtime/cpu_count.h"
@@ -33,18 +34,6 @@ double cosine(const std::vector<float>& a, const std::vector<float>& b) {
   }
   if (na == 0 || nb == 0) return na == 0 && nb == 0 ? 1.0 : 0.0;
   return dot / (std::sqrt(na) * std::sqrt(nb));
-}
-
-std::vector<std::string> split(const std::string& s, const std::string& sep) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (true) {
-    const size_t at = sep.empty() ? std::string::npos : s.find(sep, pos);
-    out.push_back(s.substr(pos, at == std::string::npos ? std::string::npos : at - pos));
-    if (at == std::string::npos) break;
-    pos = at + sep.size();
-  }
-  return out;
 }
 
 // llama-embedding's plain output: each vector's values (all of one, the first 16 of several;

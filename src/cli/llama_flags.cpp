@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "cli/split.h"
 #include "common/error.h"
 
 namespace minfer::cli {
@@ -91,12 +92,8 @@ void HardwareFlags::add_to(CLI::App& app) {
 void HardwareFlags::check(const std::function<void(const std::string&)>& warn) const {
   // llama-bench takes comma-separated lists of each.
   auto each = [](const std::string& list, auto&& fn) {
-    size_t pos = 0;
-    while (pos <= list.size() && !list.empty()) {
-      const size_t comma = std::min(list.find(',', pos), list.size());
-      fn(list.substr(pos, comma - pos));
-      pos = comma + 1;
-    }
+    if (list.empty()) return;
+    for (const std::string& v : split(list, ",")) fn(v);
   };
   for (const std::string* ngl : {&n_gpu_layers, &n_gpu_layers_draft})
     each(*ngl, [&](const std::string& v) {

@@ -168,6 +168,12 @@ json OpenAiServer::generation_settings(const CompletionRequest& r) const {
               {"speculative.p_min", d.p_min}};
 }
 
+json OpenAiServer::default_settings() const {
+  CompletionRequest r;
+  r.kind = ApiKind::Native;
+  return generation_settings(r);
+}
+
 void OpenAiServer::set_tool_call_grammar(CompletionRequest& r) const {
   const chat::ToolCallGrammar g = chat::tool_call_grammar(tool_format_, r.tools, r.parallel_tool_calls);
   const bool lazy = r.tool_choice == CompletionRequest::ToolChoice::Auto;
@@ -374,15 +380,13 @@ void OpenAiServer::setup_routes() {
     std::lock_guard lk(slot_mu_);
     const bool busy = slot_busy_;
     const int64_t decoded = slot_decoded_;
-    CompletionRequest defaults;
-    defaults.kind = ApiKind::Native;
     send_json(res, json::array({json{
                        {"id", 0},
                        {"id_task", slot_.id_task},
                        {"n_ctx", ctx_->n_ctx()},
                        {"speculative", opts_.drafter != nullptr},
                        {"is_processing", busy},
-                       {"params", slot_.params.is_null() ? generation_settings(defaults) : slot_.params},
+                       {"params", slot_.params.is_null() ? default_settings() : slot_.params},
                        {"prompt", slot_.prompt},
                        {"next_token",
                         {{"has_next_token", busy},
@@ -403,9 +407,7 @@ void OpenAiServer::setup_routes() {
   // llama-server's /props: what its web UI and clients read at start (one slot, no images).
   s.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
     const tok::Tokenizer& tok = model_.tokenizer();
-    CompletionRequest defaults;
-    defaults.kind = ApiKind::Native;
-    send_json(res, {{"default_generation_settings", {{"n_ctx", ctx_->n_ctx()}, {"params", generation_settings(defaults)}}},
+    send_json(res, {{"default_generation_settings", {{"n_ctx", ctx_->n_ctx()}, {"params", default_settings()}}},
                     {"total_slots", 1},
                     {"model_path", opts_.model_path},
                     {"modalities", {{"vision", false}, {"audio", false}}},

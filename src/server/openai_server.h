@@ -130,6 +130,7 @@ class OpenAiServer {
   std::string render_chat(const CompletionRequest& r) const;
   // llama-server's generation_settings of a request (/completion's response).
   nlohmann::ordered_json generation_settings(const CompletionRequest& r) const;
+  nlohmann::ordered_json default_settings() const;  // those of a request that sets nothing (/props, /slots)
   // The grammar of the reply's calls: from the start for tool_choice "required" or a named
   // function; for "auto" from a call's opening marker on (lazy), where the syntax has one.
   void set_tool_call_grammar(CompletionRequest& r) const;
