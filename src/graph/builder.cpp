@@ -138,6 +138,24 @@ NodeId GraphBuilder::kv_load(int layer, const KvMeta& meta) {
                 {meta.k_width, meta.n_ctx, 1, 1}, DType::F32, meta);
 }
 
+NodeId GraphBuilder::kv_shift(int layer, NodeId shift, RopeStyle style, const KvShiftMeta& meta) {
+  const CNode& sn = check(shift, "kv_shift");
+  if (meta.kv.layer != layer)
+    fail("graph builder: kv_shift layer {} with meta layer {}", layer, meta.kv.layer);
+  if (sn.dtype != DType::I32 || sn.shape != Shape{3, 1, 1, 1})
+    fail("graph builder: kv_shift.{} reads '{}', which is not 3 i32 values", layer, sn.name);
+  if (meta.kv.n_ctx <= 0) fail("graph builder: kv_shift.{} with n_ctx {}", layer, meta.kv.n_ctx);
+  check_kv_heads(meta.kv, "kv_shift");
+  const RopeMeta& r = meta.rope;
+  if (r.n_head != meta.kv.n_head_kv || r.n_head * r.head_dim != meta.kv.k_width)
+    fail("graph builder: kv_shift.{}: rope over {} heads of {} for keys {} wide in {} heads", layer,
+         r.n_head, r.head_dim, meta.kv.k_width, meta.kv.n_head_kv);
+  if (r.n_rot <= 0 || r.n_rot > r.head_dim || r.n_rot % 2 != 0)
+    fail("graph builder: kv_shift.{}: n_rot {} invalid for head_dim {}", layer, r.n_rot, r.head_dim);
+  return append(fmt::format("kv_shift.{}", layer), OpKvShift{layer, style}, {shift},
+                {meta.kv.k_width, meta.kv.n_ctx, 1, 1}, DType::F32, meta);
+}
+
 NodeId GraphBuilder::attn(NodeId q, NodeId kv, NodeId pos, const AttnMeta& meta) {
   const CNode& qn = check(q, "attn");
   const CNode& kvn = check(kv, "attn");

@@ -34,7 +34,9 @@ class GraphBuilder {
   NodeId rope(NodeId x, NodeId pos, RopeStyle style, const RopeMeta& meta);
   NodeId kv_store(int layer, NodeId k, NodeId v, NodeId pos, const KvMeta& meta);
   NodeId kv_load(int layer, const KvMeta& meta);
-  NodeId attn(NodeId q, NodeId kv, NodeId pos, const AttnMeta& meta);  // [n_head*head_dim_v, nt]
+  NodeId attn(NodeId q, NodeId kv, NodeId pos, const AttnMeta& meta);
+  // The context shift of a layer's cache (ir.h: KvShift); `shift` is the I32 [3] input.
+  NodeId kv_shift(int layer, NodeId shift, RopeStyle style, const KvShiftMeta& meta);  // [n_head*head_dim_v, nt]
   NodeId silu(NodeId x);
   NodeId mul(NodeId a, NodeId b);
   NodeId add(NodeId a, NodeId b);

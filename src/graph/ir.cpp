@@ -21,7 +21,14 @@ size_t dtype_size(DType t) { return t == DType::F16 ? 2 : 4; }
 
 const char* rope_style_name(RopeStyle s) { return s == RopeStyle::NeoX ? "NeoX" : "Normal"; }
 
-const char* graph_type_name(GraphType t) { return t == GraphType::Decode ? "Decode" : "Prefill"; }
+const char* graph_type_name(GraphType t) {
+  switch (t) {
+    case GraphType::Prefill: return "Prefill";
+    case GraphType::Decode: return "Decode";
+    case GraphType::KvShift: return "KvShift";
+  }
+  return "?";
+}
 
 namespace {
 
@@ -44,6 +51,7 @@ struct NameOf {
   const char* operator()(const OpQkvBiasRopeStore&) const { return "QkvBiasRopeStore"; }
   const char* operator()(const OpFusedFFN&) const { return "FusedFFN"; }
   const char* operator()(const OpFusedQkvNorm&) const { return "FusedQkvNorm"; }
+  const char* operator()(const OpKvShift&) const { return "KvShift"; }
 };
 
 struct PayloadOf {
@@ -66,6 +74,9 @@ struct PayloadOf {
   }
   std::string operator()(const OpFusedQkvNorm& o) const {
     return fmt::format("layer: {}", o.layer);
+  }
+  std::string operator()(const OpKvShift& o) const {
+    return fmt::format("layer: {}, style: {}", o.layer, rope_style_name(o.style));
   }
   template <typename T>
   std::string operator()(const T&) const { return {}; }
@@ -111,6 +122,9 @@ struct MetaString {
   std::string operator()(const FusedFfnMeta& m) const {
     return fmt::format("gate={} up={} {}->{}", m.gate, m.up, m.in_dim, m.nf);
   }
+  std::string operator()(const KvShiftMeta& m) const {
+    return (*this)(m.kv) + " " + (*this)(m.rope);
+  }
 };
 
 struct WeightsOf {
@@ -131,6 +145,7 @@ struct WeightsOf {
       add(*s);
   }
   void operator()(const FusedFfnMeta& m) const { add(m.gate); add(m.up); }
+  void operator()(const KvShiftMeta& m) const { add(m.rope.freq_factors); }
 };
 
 }  // namespace
@@ -145,7 +160,7 @@ std::string op_string(const Op& op) {
 }
 
 bool has_side_effects(const Op& op) {
-  return std::holds_alternative<OpKvStore>(op) || std::holds_alternative<OpFusedQKV>(op) ||
+  return std::holds_alternative<OpKvStore>(op) || std::holds_alternative<OpKvShift>(op) || std::holds_alternative<OpFusedQKV>(op) ||
          std::holds_alternative<OpQkvBiasRopeStore>(op) ||
          std::holds_alternative<OpFusedQkvNorm>(op);
 }
@@ -162,6 +177,11 @@ int pos_src_index(const Op& op) {
 bool is_elementwise(const Op& op) {
   return std::holds_alternative<OpAdd>(op) || std::holds_alternative<OpMul>(op) ||
          std::holds_alternative<OpSilu>(op) || std::holds_alternative<OpSwiGLU>(op);
+}
+
+bool is_kv_op(const Op& op) {
+  return std::holds_alternative<OpKvStore>(op) || std::holds_alternative<OpKvLoad>(op) ||
+         std::holds_alternative<OpKvShift>(op);
 }
 
 std::string meta_string(const NodeMeta& m) { return std::visit(MetaString{}, m); }

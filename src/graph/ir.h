@@ -24,6 +24,10 @@
 //                                            matmul outputs (no bias in their MatMulMeta); output = Q
 //   FusedFFN         [x]                     FusedFfnMeta: swiglu(gate x, up x), output [nf, nt]
 //   FusedQkvNorm     [x, pos]                FusedQkvMeta with q_norm/k_norm: qwen3's fused QKV
+//   KvShift          [shift]                 KvShiftMeta; the context shift of a layer's cache:
+//                                            shift = I32 {n_keep, n_discard, n_past}; rows
+//                                            n_keep + n_discard.. move n_discard down, keys
+//                                            rotated by -n_discard (a graph of its own)
 //
 // I32 tensors (token ids, positions, tail ids) have their own int32 buffers of 4 bytes per
 // element: a backend reads them through TensorMap::i32().
@@ -43,7 +47,7 @@ using Shape = std::array<int64_t, 4>;  // [d, nt, 1, 1]: ne[0] fastest (token-ma
 
 enum class DType : uint8_t { F32, F16, I32 };
 enum class RopeStyle : uint8_t { Normal = 0, NeoX = 2 };  // ggml's rope mode values
-enum class GraphType : uint8_t { Prefill, Decode };
+enum class GraphType : uint8_t { Prefill, Decode, KvShift };
 
 const char* dtype_name(DType t);
 size_t dtype_size(DType t);
@@ -73,10 +77,15 @@ struct OpFusedQKV { int layer = 0; bool operator==(const OpFusedQKV&) const = de
 struct OpQkvBiasRopeStore { int layer = 0; bool operator==(const OpQkvBiasRopeStore&) const = default; };
 struct OpFusedFFN { bool operator==(const OpFusedFFN&) const = default; };
 struct OpFusedQkvNorm { int layer = 0; bool operator==(const OpFusedQkvNorm&) const = default; };
+struct OpKvShift {
+  int layer = 0;
+  RopeStyle style = RopeStyle::Normal;
+  bool operator==(const OpKvShift&) const = default;
+};
 
 using Op = std::variant<OpInput, OpAdd, OpMul, OpSilu, OpSwiGLU, OpRmsNorm, OpQkNorm, OpMatMul,
                         OpGetRows, OpEmbedding, OpRope, OpAttn, OpKvStore, OpKvLoad, OpFusedQKV,
-                        OpQkvBiasRopeStore, OpFusedFFN, OpFusedQkvNorm>;
+                        OpQkvBiasRopeStore, OpFusedFFN, OpFusedQkvNorm, OpKvShift>;
 
 std::string op_name(const Op& op);     // "RmsNorm"
 std::string op_payload(const Op& op);  // "eps: 1e-06" ("" when the op has no payload)
@@ -88,6 +97,8 @@ bool has_side_effects(const Op& op);
 int pos_src_index(const Op& op);
 // Elementwise ops whose output may share the buffer of their first source.
 bool is_elementwise(const Op& op);
+// Ops whose data is a layer's KV regions (KvStore, KvLoad, KvShift): no buffer of their own.
+bool is_kv_op(const Op& op);
 
 // ---- node metadata: a closed variant, compared by value like the ops ----
 struct MatMulMeta {
@@ -151,6 +162,12 @@ struct FusedQkvMeta {
   int64_t n_ctx = 0;
   bool operator==(const FusedQkvMeta&) const = default;
 };
+// A layer's cache geometry and its keys' rotation (rope's n_head = the KV heads).
+struct KvShiftMeta {
+  KvMeta kv;
+  RopeMeta rope;
+  bool operator==(const KvShiftMeta&) const = default;
+};
 struct FusedFfnMeta {
   std::string gate, up;
   GgmlType gate_type = GgmlType::F32, up_type = GgmlType::F32;
@@ -159,7 +176,7 @@ struct FusedFfnMeta {
 };
 
 using NodeMeta = std::variant<std::monostate, MatMulMeta, NormMeta, RopeMeta, AttnMeta, KvMeta,
-                              EmbedMeta, FusedQkvMeta, FusedFfnMeta>;
+                              EmbedMeta, FusedQkvMeta, FusedFfnMeta, KvShiftMeta>;
 
 std::string meta_string(const NodeMeta& m);  // one line, for dumps ("" for monostate)
 // Names of the weights (and biases, norm weights, freq factors) a node reads.

@@ -208,4 +208,19 @@ graph::ComputeGraph build_llama_graph(const HParams& hp, const TensorTable& t,
   return b.build();
 }
 
+graph::ComputeGraph build_kv_shift_graph(const HParams& hp, const TensorTable& t,
+                                         const graph::CParams& cp) {
+  graph::GraphParams p;
+  p.gtype = graph::GraphType::KvShift;
+  p.cparams = cp;
+  Ctx c{hp, t, p, FusedKernels{}, GraphBuilder{}, -1, graph::RopeStyle::Normal, ""};
+  c.style = hp.neox_rope ? graph::RopeStyle::NeoX : graph::RopeStyle::Normal;
+  if (hp.rope_freqs) c.freq_factors = "rope_freqs.weight";
+  GraphBuilder& b = c.b;
+  const NodeId shift = b.input("kv_shift", {3, 1, 1, 1}, graph::DType::I32);
+  for (int il = 0; il < int(hp.n_layer); ++il)
+    b.kv_shift(il, shift, c.style, {c.kv_meta(il), c.rope_meta(hp.n_head_kv)});
+  return b.build();
+}
+
 }  // namespace minfer::models

@@ -24,4 +24,10 @@ graph::ComputeGraph build_llama_graph(const HParams& hp, const TensorTable& t,
                                       const graph::GraphParams& p,
                                       const FusedKernels& fused = {});
 
+// The context shift (llama.cpp's K-shift graph): input kv_shift = I32 {n_keep, n_discard,
+// n_past}, then one KvShift node per layer. Pure like build_llama_graph; its topology depends on
+// the model and cparams only, so one graph serves every shift of a context.
+graph::ComputeGraph build_kv_shift_graph(const HParams& hp, const TensorTable& t,
+                                         const graph::CParams& cp);
+
 }  // namespace minfer::models

@@ -52,7 +52,7 @@ struct Context::Impl {
   std::vector<sched::Backend*> backends{&cpu};
   sched::Executor exec{backends};
   sched::KvStore kv;
-  Slot prefill, decode;
+  Slot prefill, decode, shift;
   std::list<Slot> verify;  // most recently used first
   graph::CParams cparams;
   int n_threads = 1;
@@ -134,22 +134,13 @@ static Slot& slot_for(Context::Impl& im, int64_t nt, int64_t n_out) {
   return im.verify.front();
 }
 
-// Returns the slot holding the scheduled graph for this batch shape, building it on a miss.
-static Slot& prepare(Context::Impl& im, const Model& model, Stats& stats, int64_t nt,
-                     int64_t n_out) {
-  graph::GraphParams gp;
-  gp.n_tokens = nt;
-  gp.n_out = n_out;
-  gp.gtype = nt == 1 ? graph::GraphType::Decode : graph::GraphType::Prefill;
-  gp.cparams = im.cparams;
-  Slot& s = slot_for(im, nt, n_out);
-  models::FusedKernels fk;
-  fk.qkv = im.cpu.has_fused(sched::FusedKind::FusedQKV);
-  fk.qkv_bias_rope_store = im.cpu.has_fused(sched::FusedKind::QkvBiasRopeStore);
-  fk.qkv_norm = im.cpu.has_fused(sched::FusedKind::FusedQkvNorm);
-  fk.ffn = im.cpu.has_fused(sched::FusedKind::FusedFFN);
+// The scheduled graph of `s` for params `gp`: reused when the slot holds one built for equal
+// params, else built by build_graph (pure), assigned, fused, split and allocated.
+template <class Build>
+static Slot& cached(Context::Impl& im, Stats& stats, Slot& s, const graph::GraphParams& gp,
+                    Build&& build_graph) {
   auto build = [&] {
-    graph::ComputeGraph g = models::build_llama_graph(model.hparams(), model.tensors(), gp, fk);
+    graph::ComputeGraph g = build_graph();
     sched::assign_backends(g, im.backends);
     sched::FusionPass::run(g, im.backends);
     return g;
@@ -169,9 +160,26 @@ static Slot& prepare(Context::Impl& im, const Model& model, Stats& stats, int64_
   im.kv.ensure(g);
   s.cache.replace(std::move(g), gp);
   ++stats.graphs_built;
-  ++(nt == 1 ? stats.decode_builds : stats.prefill_builds);
+  if (gp.gtype != graph::GraphType::KvShift) ++(gp.n_tokens == 1 ? stats.decode_builds : stats.prefill_builds);
   stats.t_build_ms += ms_since(t0);
   return s;
+}
+
+// Returns the slot holding the scheduled graph for this batch shape, building it on a miss.
+static Slot& prepare(Context::Impl& im, const Model& model, Stats& stats, int64_t nt,
+                     int64_t n_out) {
+  graph::GraphParams gp;
+  gp.n_tokens = nt;
+  gp.n_out = n_out;
+  gp.gtype = nt == 1 ? graph::GraphType::Decode : graph::GraphType::Prefill;
+  gp.cparams = im.cparams;
+  models::FusedKernels fk;
+  fk.qkv = im.cpu.has_fused(sched::FusedKind::FusedQKV);
+  fk.qkv_bias_rope_store = im.cpu.has_fused(sched::FusedKind::QkvBiasRopeStore);
+  fk.qkv_norm = im.cpu.has_fused(sched::FusedKind::FusedQkvNorm);
+  fk.ffn = im.cpu.has_fused(sched::FusedKind::FusedFFN);
+  return cached(im, stats, slot_for(im, nt, n_out), gp,
+                [&] { return models::build_llama_graph(model.hparams(), model.tensors(), gp, fk); });
 }
 
 const graph::ComputeGraph& Context::graph_for(int64_t n_tokens, int64_t n_out) {
@@ -271,6 +279,32 @@ std::span<const float> Context::decode(std::span<const int32_t> tokens, int64_t 
   ++stats_.decode_calls;
   stats_.t_eval_ms += ms_since(t0);
   return im.logits;
+}
+
+void Context::shift(int64_t n_keep, int64_t n_discard) {
+  if (n_keep < 0 || n_discard < 1 || n_keep + n_discard > n_past_)
+    fail("context shift: cannot discard {} tokens after the first {} of {}", n_discard, n_keep, n_past_);
+  if (params_.embeddings) fail("context shift: not for an embeddings context");
+  Impl& im = *impl_;
+  cpu::set_threads(im.n_threads);
+  graph::GraphParams gp;
+  gp.gtype = graph::GraphType::KvShift;
+  gp.cparams = im.cparams;
+  Slot& s = cached(im, stats_, im.shift, gp, [&] {
+    return models::build_kv_shift_graph(model_.hparams(), model_.tensors(), gp.cparams);
+  });
+  const graph::ComputeGraph& g = s.cache.graph();
+  for (graph::NodeId id : g.inputs) {
+    std::span<int32_t> buf = s.alloc.input_i32(id);
+    buf[0] = int32_t(n_keep);
+    buf[1] = int32_t(n_discard);
+    buf[2] = int32_t(n_past_);
+  }
+  im.exec.set_observer(nullptr);
+  im.exec.run(g, s.splits, s.alloc, model_.weights(), im.kv);
+  n_past_ -= n_discard;
+  tokens_.erase(tokens_.begin() + n_keep, tokens_.begin() + n_keep + n_discard);
+  ++stats_.kv_shifts;
 }
 
 }  // namespace minfer::runtime

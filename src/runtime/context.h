@@ -39,6 +39,7 @@ struct Stats {
   uint64_t decode_builds = 0;
   uint64_t tokens_evaluated = 0;
   uint64_t decode_calls = 0;
+  uint64_t kv_shifts = 0;   // shift() calls
   double t_eval_ms = 0;     // inside decode(), graph building included
   double t_build_ms = 0;    // building + scheduling + allocating graphs
 };
@@ -73,6 +74,12 @@ class Context {
   // `tokens` (the last one is always decoded: its logits are wanted), and forgets the rest.
   // Returns how many stay; the caller decodes tokens[n..].
   int64_t keep_prefix(std::span<const int32_t> tokens);
+  // The context shift (llama.cpp's --context-shift): forgets the n_discard tokens after the
+  // first n_keep and moves the rest down, their keys re-rotated to the new positions, so that a
+  // generation can go on past a full context. Runs the model's KV-shift graph (one KvShift node
+  // per layer, built once). n_past() drops by n_discard. Error unless n_keep >= 0, n_discard >= 1
+  // and n_keep + n_discard <= n_past().
+  void shift(int64_t n_keep, int64_t n_discard);
 
   const Stats& stats() const { return stats_; }
   void set_observer(NodeObserver obs);

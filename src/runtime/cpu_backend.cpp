@@ -203,6 +203,16 @@ void CpuBackend::compute(const graph::CNode& node, sched::TensorMap& tm) {
             add_bias(scratch_v_.data(), vec_or_null(tm, m.bv, dv), nt, dv);
             qkv_epilogue(tm, m, src_i32(3), nt, q, scratch_k_.data(), scratch_v_.data());
           },
+          [&](const graph::OpKvShift& op) {
+            const auto& m = std::get<graph::KvShiftMeta>(node.meta);
+            sched::KvPair kv = tm.kv(op.layer);
+            if (kv.k.width != m.kv.k_width || kv.v.width != m.kv.v_width || kv.k.n_ctx != m.kv.n_ctx)
+              fail("node {} ({}): the shift does not match the layer's cache", node.id, node.name);
+            const int32_t* a = src_i32(0);  // n_keep, n_discard, n_past
+            const graph::RopeMeta& r = m.rope;
+            cpu::kv_shift(kv.k, kv.v, a[0], a[1], a[2],
+                          rope_params(tm, op.style, r.n_rot, r.freq_base, r.freq_scale, r.freq_factors, r.yarn));
+          },
           [&](const graph::OpFusedFFN&) {
             const auto& m = std::get<graph::FusedFfnMeta>(node.meta);
             cpu::matmul_swiglu(view(tm, m.gate), view(tm, m.up), src_f32(0), nt, out());

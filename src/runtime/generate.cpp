@@ -34,17 +34,42 @@ GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sample
   GenerateResult res;
   if (prompt.empty()) fail("empty prompt: nothing to continue from");
   const int64_t n_ctx = ctx.n_ctx();
-  if (ctx.n_past() + int64_t(prompt.size()) >= n_ctx + (opts.n_predict == 0 ? 1 : 0))
+  const int64_t n_prompt = int64_t(prompt.size());
+  const int64_t n_keep = std::clamp<int64_t>(opts.n_keep, 0, ctx.n_past());
+  const int64_t room_needed = n_prompt + (opts.n_predict == 0 ? 0 : 1);
+  if ((opts.context_shift ? n_keep : ctx.n_past()) + room_needed > n_ctx)
     fail("prompt is {} tokens, which does not fit the context of {} tokens{} (use -c to enlarge "
          "it)",
          prompt.size(), n_ctx,
-         ctx.n_past() ? fmt::format(" ({} already in use)", ctx.n_past()) : std::string());
+         opts.context_shift && n_keep ? fmt::format(" behind the {} kept", n_keep)
+         : !opts.context_shift && ctx.n_past() ? fmt::format(" ({} already in use)", ctx.n_past())
+                                              : std::string());
   const int64_t n_batch = std::max<int64_t>(1, opts.n_batch);
+
+  // The cache position where the generated tokens start (moved down by every shift).
+  int64_t base = 0;
+  // Room for `need` more tokens: true when there is (after shifting, where allowed).
+  auto make_room = [&](int64_t need) {
+    const int64_t over = ctx.n_past() + need - n_ctx;
+    if (over <= 0) return true;
+    if (!opts.context_shift) return false;
+    const int64_t keep = std::min(opts.n_keep, ctx.n_past());
+    const int64_t left = ctx.n_past() - keep;
+    const int64_t discard = std::min(left, std::max(opts.n_discard > 0 ? opts.n_discard : left / 2, over));
+    if (discard < over) return false;
+    ctx.shift(keep, discard);
+    base -= discard;
+    ++res.n_context_shifts;
+    res.n_discarded += discard;
+    return true;
+  };
 
   auto t0 = Clock::now();
   std::span<const float> logits;
   for (size_t i = 0; i < prompt.size(); i += size_t(n_batch)) {
     const size_t n = std::min(prompt.size() - i, size_t(n_batch));
+    if (!make_room(int64_t(n)))
+      fail("the prompt does not fit the context of {} tokens behind the {} kept", n_ctx, n_keep);
     logits = ctx.decode(prompt.subspan(i, n), 1);
     if (opts.prefill_progress) opts.prefill_progress(double(i + n) / double(prompt.size()));
   }
@@ -70,7 +95,7 @@ GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sample
   // What the cache holds is the prompt and every sampled token but the last, plus, with a
   // drafter, the guesses decoded after it: rows[i] are the logits after drafted[i - 1] (row 0
   // after the last sampled token), and drafted[cursor] is the guess the next sample may confirm.
-  const int64_t base = ctx.n_past();
+  base = ctx.n_past();
   res.speculative = opts.drafter != nullptr;
   const DraftParams draft_params = opts.drafter ? opts.draft_params.value_or(opts.drafter->params()) : DraftParams{};
   std::vector<int32_t> batch, drafted, history;
@@ -111,7 +136,7 @@ GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sample
       continue;
     }
     ctx.truncate(base + res.n_tokens_in_kv);  // the guesses that did not hold
-    if (ctx.n_past() + 1 > n_ctx) {
+    if (!make_room(1)) {
       res.reason = StopReason::ContextFull;
       break;
     }

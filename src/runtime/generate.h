@@ -50,6 +50,13 @@ struct GenerateOptions {
   // is the same as without it.
   Drafter* drafter = nullptr;
   std::optional<DraftParams> draft_params;  // the drafter's own when absent
+  // llama.cpp's --context-shift: when the next decode would not fit the context, the tokens
+  // after the first n_keep of the cache are halved (n_discard of them when > 0, or more when a
+  // prompt batch needs more room) by Context::shift and the text goes on. Off: a full context
+  // ends the text (StopReason::ContextFull) and a prompt that does not fit is an error.
+  bool context_shift = false;
+  int64_t n_keep = 0;
+  int64_t n_discard = 0;
 };
 
 struct GenerateResult {
@@ -65,10 +72,13 @@ struct GenerateResult {
   bool speculative = false;         // a drafter was given
   int64_t n_drafted = 0;            // draft tokens evaluated by the target (with a drafter)
   int64_t n_draft_accepted = 0;     // of them, the ones sampling agreed with
+  int64_t n_context_shifts = 0;     // Context::shift calls (with context_shift)
+  int64_t n_discarded = 0;          // tokens they dropped from the cache
 };
 
 // Prefills `prompt` (must not be empty: its last logits seed the first sample), then generates.
-// Error "prompt is N tokens, ..." when it does not fit the context with room for one more.
+// Error "prompt is N tokens, ..." when it does not fit the context with room for one more (with
+// context_shift: when it does not fit behind the n_keep tokens kept).
 GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sampler,
                         std::span<const int32_t> prompt, const GenerateOptions& opts,
                         const std::function<void(std::string_view)>& on_text);

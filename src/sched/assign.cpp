@@ -83,8 +83,7 @@ void assign_backends(ComputeGraph& g, std::span<Backend* const> backends) {
 
 bool has_buffer(const ComputeGraph& g, const std::vector<bool>& live, NodeId id) {
   const CNode& n = g.nodes[size_t(id)];
-  return live[size_t(id)] && !std::holds_alternative<graph::OpKvStore>(n.op) &&
-         !std::holds_alternative<graph::OpKvLoad>(n.op);
+  return live[size_t(id)] && !graph::is_kv_op(n.op);
 }
 
 std::vector<Split> make_splits(const ComputeGraph& g) {

@@ -35,11 +35,7 @@ class SplitTensors final : public TensorMap {
   const CNode& node(NodeId id) const override { return g_.node(id); }
 
  private:
-  bool is_kv(NodeId id) const {
-    const graph::Op& op = g_.node(id).op;
-    return std::holds_alternative<graph::OpKvStore>(op) ||
-           std::holds_alternative<graph::OpKvLoad>(op);
-  }
+  bool is_kv(NodeId id) const { return graph::is_kv_op(g_.node(id).op); }
 
   const ComputeGraph& g_;
   const Split& sp_;
@@ -55,6 +51,7 @@ int kv_layer(const CNode& n) {
   if (const auto* o = std::get_if<graph::OpFusedQKV>(&n.op)) return o->layer;
   if (const auto* o = std::get_if<graph::OpQkvBiasRopeStore>(&n.op)) return o->layer;
   if (const auto* o = std::get_if<graph::OpFusedQkvNorm>(&n.op)) return o->layer;
+  if (const auto* o = std::get_if<graph::OpKvShift>(&n.op)) return o->layer;
   if (const auto* m = std::get_if<graph::AttnMeta>(&n.meta)) return m->layer;
   return -1;
 }

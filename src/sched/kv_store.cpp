@@ -55,7 +55,9 @@ void KvStore::ensure_layer(int layer, int64_t k_width, int64_t v_width, int64_t 
 
 void KvStore::ensure(const graph::ComputeGraph& g) {
   for (const graph::CNode& n : g.nodes) {
-    if (const auto* m = std::get_if<graph::KvMeta>(&n.meta)) {
+    const auto* m = std::get_if<graph::KvMeta>(&n.meta);
+    if (const auto* s = std::get_if<graph::KvShiftMeta>(&n.meta)) m = &s->kv;
+    if (m) {
       ensure_layer(m->layer, m->k_width, m->v_width, m->n_ctx, m->n_head_kv);
     } else if (const auto* f = std::get_if<graph::FusedQkvMeta>(&n.meta)) {
       ensure_layer(f->layer, f->n_head_kv * f->head_dim, f->n_head_kv * f->head_dim_v, f->n_ctx,

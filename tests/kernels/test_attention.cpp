@@ -218,6 +218,92 @@ TEST(KvStore, ConvertsAndWritesOnlyTheGivenRowsOfEachHead) {
   }
 }
 
+// The context shift: rows after n_keep + n_discard move down, keys rotated by -n_discard, so a
+// key roped at position p + n_discard reads as the same key roped at p (plain and YaRN rope,
+// whose magnitude must not be applied twice); values move as they are; the kept rows and the
+// other head stay untouched. Every cache type and the blocked F16 key layout.
+TEST(KvShift, KeysReadAsRopedAtTheirNewPositions) {
+  std::mt19937 rng(7);
+  const int64_t n_heads = 2, hw = 64, width = n_heads * hw, n_ctx = 40;
+  const int64_t keep = 3, discard = 7, n_past = 30;
+  RopeParams plain;
+  plain.style = RopeStyle::NeoX;
+  plain.n_rot = hw;
+  plain.freq_base = 1e6f;
+  RopeParams yarn = plain;
+  yarn.style = RopeStyle::Normal;
+  yarn.n_rot = 32;  // the rest of the head passes through
+  yarn.freq_scale = 0.25f;
+  yarn.ext_factor = 1.0f;
+  yarn.n_ctx_orig = 16;
+  const auto raw_k = test::random_floats(size_t(n_past * width), rng);
+  const auto raw_v = test::random_floats(size_t(n_past * width), rng);
+  std::vector<int32_t> at(static_cast<size_t>(n_past));
+  for (int64_t i = 0; i < n_past; ++i) at[size_t(i)] = int32_t(i);
+  struct Layout {
+    GgmlType type;
+    bool blocked;
+    float tol;  // of a key value (|x| < ~4), against rounding the expected key the same way
+  };
+  for (const RopeParams& rp : {plain, yarn}) {
+    for (const Layout& l : {Layout{GgmlType::F32, false, 1e-5f}, Layout{GgmlType::F16, false, 4e-3f},
+                            Layout{GgmlType::F16, true, 4e-3f}, Layout{GgmlType::Q8_0, false, 0.08f}}) {
+      SCOPED_TRACE(fmt::format("{}{} {}", type_name(l.type), l.blocked ? " blocked" : "",
+                               rp.ext_factor != 0 ? "YaRN" : "plain"));
+      std::vector<uint8_t> kmem(kv_region_bytes(l.type, width, n_ctx, n_heads, l.blocked)),
+          vmem(kv_region_bytes(l.type, width, n_ctx, n_heads));
+      KvRegion k = make_kv_region(l.type, kmem.data(), width, n_ctx, n_heads, l.blocked);
+      KvRegion v = make_kv_region(l.type, vmem.data(), width, n_ctx, n_heads);
+      std::vector<float> roped(raw_k);
+      rope(roped.data(), at.data(), n_past, n_heads, hw, rp);
+      kv_store(k, roped.data(), at.data(), n_past);
+      kv_store(v, raw_v.data(), at.data(), n_past);
+      const std::vector<uint8_t> k_before = kmem, v_before = vmem;
+
+      kv_shift(k, v, keep, discard, n_past, rp);
+
+      // Expected keys: the raw ones roped at their new positions.
+      std::vector<int32_t> new_pos(at);
+      for (int64_t i = keep + discard; i < n_past; ++i) new_pos[size_t(i)] = int32_t(i - discard);
+      std::vector<float> want(raw_k);
+      rope(want.data(), new_pos.data(), n_past, n_heads, hw, rp);
+      float worst = 0;
+      for (int64_t h = 0; h < n_heads; ++h) {
+        for (int64_t p = keep; p < n_past - discard; ++p) {
+          const float* w = want.data() + (p + discard) * width + h * hw;
+          std::vector<float> got(static_cast<size_t>(hw));
+          if (l.blocked)
+            for (int64_t i = 0; i < hw; ++i) got[size_t(i)] = fp16_to_fp32(kv_key_lane(k, h, p)[i * kKeyBlock]);
+          else
+            quant::dequantize_row(l.type, kv_row(k, h, p), got.data(), hw);
+          for (int64_t i = 0; i < hw; ++i) worst = std::max(worst, std::fabs(got[size_t(i)] - w[i]));
+          // Values: the bytes of row p + discard, as stored.
+          ASSERT_EQ(0, std::memcmp(kv_row(v, h, p), v_before.data() + size_t(h) * v.head_bytes +
+                                                        size_t(p + discard) * v.row_bytes, v.row_bytes));
+        }
+        // The kept rows: untouched bytes.
+        if (!l.blocked)
+          for (int64_t p = 0; p < keep; ++p)
+            ASSERT_EQ(0, std::memcmp(kv_row(k, h, p), k_before.data() + size_t(h) * k.head_bytes + size_t(p) * k.row_bytes,
+                                     k.row_bytes));
+      }
+      EXPECT_LT(worst, l.tol);
+    }
+  }
+}
+
+TEST(KvShift, RefusesRowsOutsideTheCache) {
+  std::vector<uint8_t> kmem(kv_region_bytes(GgmlType::F32, 32, 8)), vmem(kmem.size());
+  KvRegion k = make_kv_region(GgmlType::F32, kmem.data(), 32, 8);
+  KvRegion v = make_kv_region(GgmlType::F32, vmem.data(), 32, 8);
+  RopeParams rp;
+  rp.n_rot = 32;
+  EXPECT_THROW(kv_shift(k, v, 0, 0, 4, rp), Error);   // nothing to discard
+  EXPECT_THROW(kv_shift(k, v, 2, 3, 4, rp), Error);   // more than there is
+  EXPECT_THROW(kv_shift(k, v, 0, 1, 9, rp), Error);   // past the cache
+  EXPECT_THROW(kv_shift(k, v, -1, 1, 4, rp), Error);
+}
+
 }  // namespace
 }  // namespace minfer::cpu
 

@@ -138,6 +138,14 @@ inline uint16_t* kv_key_lane(const KvRegion& r, int64_t h, int64_t pos) {
 // Positions must be < n_ctx (checked by the caller, which reports the error).
 void kv_store(KvRegion& dst, const float* src, const int32_t* pos, int64_t nt);
 
+// The context shift of one layer (llama.cpp's seq_rm + seq_add): the rows at positions
+// n_keep + n_discard .. n_past move n_discard positions down, the keys rotated by -n_discard (a
+// pure rotation, rope_params' magnitude left out; through F32 for F16 and Q8_0 caches, as ggml's
+// rope of a cache view does), the values as they are. Rows from n_past - n_discard on keep stale
+// data, as after a truncation.
+void kv_shift(KvRegion& k, KvRegion& v, int64_t n_keep, int64_t n_discard, int64_t n_past,
+              const RopeParams& rope_params);
+
 struct AttnParams {
   int64_t n_head = 0;
   int64_t n_head_kv = 0;

@@ -40,43 +40,101 @@ void check_region(const KvRegion& r, int64_t n_head_kv, int64_t head_dim, const 
 
 }  // namespace
 
+namespace {
+
+// Head h's row at pos from hw floats, converted to the region's type (h16: hw scratch values).
+void write_row(KvRegion& dst, int64_t h, int64_t pos, const float* s, int64_t hw, ToF16Fn to_f16,
+               uint16_t* h16) {
+  if (dst.blocked) {  // (F16) each dimension of the key to its block's row, lane pos % kKeyBlock
+    to_f16(s, h16, hw);
+    uint16_t* key = kv_key_lane(dst, h, pos);
+    for (int64_t i = 0; i < hw; ++i) key[i * kKeyBlock] = h16[i];
+    return;
+  }
+  uint8_t* row = kv_row(dst, h, pos);
+  switch (dst.type) {
+    case GgmlType::F32: std::memcpy(row, s, size_t(hw) * sizeof(float)); break;
+    case GgmlType::F16: to_f16(s, reinterpret_cast<uint16_t*>(row), hw); break;
+    default:
+      // ggml's set_rows into a Q8_0 cache uses the CPU's from_float, the same as
+      // activations (blocks of 32 never straddle heads: head sizes are multiples of 32).
+      quantize_act_q8_0(s, reinterpret_cast<quant::block_q8_0*>(row), hw);
+      break;
+  }
+}
+
+// Head h's row at pos as hw floats.
+void read_row(const KvRegion& src, int64_t h, int64_t pos, float* out, int64_t hw) {
+  if (src.blocked) {
+    const uint16_t* key = kv_key_lane(src, h, pos);
+    for (int64_t i = 0; i < hw; ++i) out[i] = fp16_to_fp32(key[i * kKeyBlock]);
+    return;
+  }
+  quant::dequantize_row(src.type, kv_row(src, h, pos), out, hw);
+}
+
+void check_cache_type(const KvRegion& r, const char* what) {
+  if (r.type != GgmlType::F32 && r.type != GgmlType::F16 && r.type != GgmlType::Q8_0)
+    fail("{}: cache type {} is not supported", what, type_name(r.type));
+}
+
+}  // namespace
+
 void kv_store(KvRegion& dst, const float* src, const int32_t* pos, int64_t nt) {
-  if (dst.type != GgmlType::F32 && dst.type != GgmlType::F16 && dst.type != GgmlType::Q8_0)
-    fail("kv_store: cache type {} is not supported", type_name(dst.type));
+  check_cache_type(dst, "kv_store");
   const ToF16Fn to_f16 = ops_kernels(active_isa()).to_f16;
   const int64_t hw = dst.width / dst.n_heads;
   // Head outer, tokens inner: a prompt's rows of one head are consecutive positions, one
   // sequential stream of writes per head (token-outer jumped between the heads' regions on
   // every row: qwen3-0.6b's 608-token prompt spent 1.3 ms a layer here).
   auto head = [&](int64_t h, int) {
-    if (dst.blocked) {  // (F16) each dimension of the key to its block's row, lane p % kKeyBlock
-      thread_local std::vector<uint16_t> h16;
-      h16.resize(size_t(hw));
-      for (int64_t t = 0; t < nt; ++t) {
-        to_f16(src + t * dst.width + h * hw, h16.data(), hw);
-        uint16_t* key = kv_key_lane(dst, h, pos[t]);
-        for (int64_t i = 0; i < hw; ++i) key[i * kKeyBlock] = h16[size_t(i)];
-      }
-      return;
-    }
-    for (int64_t t = 0; t < nt; ++t) {
-      uint8_t* row = kv_row(dst, h, pos[t]);
-      const float* s = src + t * dst.width + h * hw;
-      switch (dst.type) {
-        case GgmlType::F32: std::memcpy(row, s, size_t(hw) * sizeof(float)); break;
-        case GgmlType::F16: to_f16(s, reinterpret_cast<uint16_t*>(row), hw); break;
-        default:
-          // ggml's set_rows into a Q8_0 cache uses the CPU's from_float, the same as
-          // activations (blocks of 32 never straddle heads: head sizes are multiples of 32).
-          quantize_act_q8_0(s, reinterpret_cast<quant::block_q8_0*>(row), hw);
-          break;
-      }
-    }
+    thread_local std::vector<uint16_t> h16;
+    h16.resize(size_t(hw));
+    for (int64_t t = 0; t < nt; ++t) write_row(dst, h, pos[t], src + t * dst.width + h * hw, hw, to_f16, h16.data());
   };
   if (nt * dst.width >= (int64_t(1) << 16) && dst.n_heads > 1)
     parallel_for(dst.n_heads, head);
   else
     for (int64_t h = 0; h < dst.n_heads; ++h) head(h, 0);
+}
+
+void kv_shift(KvRegion& k, KvRegion& v, int64_t n_keep, int64_t n_discard, int64_t n_past,
+              const RopeParams& rope_params) {
+  check_cache_type(k, "kv_shift");
+  check_cache_type(v, "kv_shift");
+  if (n_keep < 0 || n_discard < 1 || n_keep + n_discard > n_past || n_past > k.n_ctx ||
+      k.n_ctx != v.n_ctx || k.n_heads != v.n_heads)
+    fail("kv_shift: cannot discard {} rows after {} of {} in a cache of {}", n_discard, n_keep,
+         n_past, k.n_ctx);
+  const ToF16Fn to_f16 = ops_kernels(active_isa()).to_f16;
+  const int64_t hk = k.width / k.n_heads, hv = v.width / v.n_heads;
+  // A pure rotation: rope's magnitude (attn_factor, YaRN's mscale) was applied when the key was
+  // stored and must not be applied again.
+  RopeParams rp = rope_params;
+  rp.attn_factor = rp.ext_factor != 0.0f ? 1.0f / (1.0f + 0.1f * std::log(1.0f / rp.freq_scale)) : 1.0f;
+  const int32_t delta = int32_t(-n_discard);
+  // Rows move down in increasing order: a row is read before anything is written over it.
+  auto head = [&](int64_t h, int) {
+    thread_local std::vector<float> row;
+    thread_local std::vector<uint16_t> h16;
+    row.resize(size_t(std::max(hk, hv)));
+    h16.resize(row.size());
+    for (int64_t p = n_keep + n_discard; p < n_past; ++p) {
+      read_row(k, h, p, row.data(), hk);
+      rope(row.data(), &delta, 1, 1, hk, rp);
+      write_row(k, h, p - n_discard, row.data(), hk, to_f16, h16.data());
+      if (v.blocked) {
+        read_row(v, h, p, row.data(), hv);
+        write_row(v, h, p - n_discard, row.data(), hv, to_f16, h16.data());
+      } else {
+        std::memcpy(kv_row(v, h, p - n_discard), kv_row(v, h, p), v.row_bytes);
+      }
+    }
+  };
+  if (k.n_heads > 1 && (n_past - n_keep - n_discard) * k.width >= (int64_t(1) << 14))
+    parallel_for(k.n_heads, head);
+  else
+    for (int64_t h = 0; h < k.n_heads; ++h) head(h, 0);
 }
 
 void attention(const float* q, const int32_t* pos, int64_t nt, const KvRegion& k,
