@@ -94,6 +94,9 @@ class ChatSession {
     go.interrupt = &g_interrupt;
     go.drafter = drafter_;
     go.n_batch = f_.n_batch();
+    // --keep counts from the start of the conversation's first prompt (-1: all of it), as llama-cli's.
+    if (kv_before == 0) first_prompt_ = int64_t(fresh.size());
+    f_.set_context_shift(go, first_prompt_, m_.tokenizer().add_bos());
     std::optional<runtime::TokenGrammar> grammar;  // each reply follows it from its start
     if (grammar_) go.grammar = &grammar.emplace(grammar_, m_.tokenizer());
     g_interrupt.store(false);
@@ -117,6 +120,14 @@ class ChatSession {
     for (int64_t i = 0; i < res.n_tokens_in_kv; ++i) {
       kv_tokens_.push_back(res.tokens[size_t(i)]);
       kv_text_ += tok.token_to_piece(res.tokens[size_t(i)], true);
+    }
+    if (res.n_context_shifts > 0) {
+      // The cache lost tokens from its middle: no rendering starts with it any more, and the next
+      // turn keeps only the prefix its tokens share with the conversation's.
+      log_.info("[context full: shifted {} time{}, {} tokens dropped from the cache]", res.n_context_shifts,
+                res.n_context_shifts > 1 ? "s" : "", res.n_discarded);
+      kv_tokens_.assign(ctx_.tokens().begin(), ctx_.tokens().end());
+      kv_text_.clear();
     }
     messages_.push_back({{"role", "assistant"}, {"content", valid_utf8(res.text)}});
     log_.detail("[turn: prefilled {} new tokens (evaluated {}) after {} cached; context {}/{}]",
@@ -198,7 +209,7 @@ class ChatSession {
       // suffix tokenized alone could differ from the same text inside the conversation: for
       // them the common-prefix path below decides (it still prefills only what is new).
       const bool suffix_ok = !m_.tokenizer().add_space_prefix();
-      if (suffix_ok && !kv_tokens_.empty() && full.size() > kv_text_.size() &&
+      if (suffix_ok && !kv_tokens_.empty() && !kv_text_.empty() && full.size() > kv_text_.size() &&
           full.starts_with(kv_text_)) {
         fresh = runtime::tokenize_prompt(m_, full.substr(kv_text_.size()), /*allow_bos=*/false);
       } else {
@@ -238,6 +249,7 @@ class ChatSession {
   runtime::Context& ctx_;
   runtime::Sampler& sampler_;
   std::string tmpl_;
+  int64_t first_prompt_ = 0;  // tokens of the prompt the cache started from
   cli::Log& log_;
   const cli::GenFlags& f_;
   const std::shared_ptr<const grammar::Grammar> grammar_;  // or none

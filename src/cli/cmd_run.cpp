@@ -154,6 +154,7 @@ int run_run(int argc, char** argv) {
   go.strip_leading_space = tok.add_space_prefix() && !templated;
   go.drafter = draft.drafter.get();
   go.n_batch = f.n_batch();
+  f.set_context_shift(go, int64_t(tokens.size()), tok.add_bos());
   std::optional<runtime::TokenGrammar> grammar;
   if (grammar_rules) go.grammar = &grammar.emplace(grammar_rules, tok);
   cli::Progress bar("prompt", !f.quiet && tokens.size() >= 256);

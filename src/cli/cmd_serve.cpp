@@ -83,6 +83,8 @@ int run_serve(int argc, char** argv) {
   o.seed = f.seed;
   o.n_predict = f.n_predict;
   o.n_batch = f.n_batch();
+  o.context_shift = f.context_shift;
+  o.n_keep = f.keep;
   o.stop = f.stop;
   o.ignore_eos = f.ignore_eos;
   o.system = f.system;

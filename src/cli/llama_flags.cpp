@@ -56,7 +56,6 @@ constexpr Refused kRefused[] = {
     {"--control-vector", "--control-vector", "control vectors are not supported"},
     {"--mmproj", "--mmproj", "minfer runs text models only"},
     {"--image", "--image", "minfer runs text models only"},
-    {"--context-shift", "--context-shift", "a full context ends the reply (finish_reason length)"},
     {"--rope-scaling", "--rope-scaling", "the GGUF's rope scaling is used"},
     {"--rope-freq-base", "--rope-freq-base", "the GGUF's rope frequency base is used"},
     {"--override-kv", "--override-kv", "not supported"},

@@ -97,6 +97,10 @@ void GenFlags::add_to(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--ctx-size-draft", ctx_size_draft, "-cd: draft model's context size (0 = the model's -c)")
       ->capture_default_str();
+  app.add_flag("--context-shift,!--no-context-shift", context_shift,
+               "when the context is full, drop the older half of the text after --keep and go on "
+               "(default: off, a full context ends the text)");
+  app.add_option("--keep", keep, "tokens of the prompt a context shift keeps (-1: all; default 0)");
   app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
   app.add_flag("--no-template", no_template, "raw completion: do not apply the chat template");
   app.add_option("--system,--system-prompt", system, "-sys: system message (with a chat template)");
@@ -119,6 +123,7 @@ void GenFlags::validate() {
   if (parallel < 1 || parallel > 256) fail("-np {}: must be between 1 and 256", parallel);
   if (batch_size < 1) fail("-b {}: must be >= 1", batch_size);
   if (ubatch_size < 1) fail("-ub {}: must be >= 1", ubatch_size);
+  if (keep < -1) fail("--keep {}: must be -1 (the whole prompt) or >= 0", keep);
   hardware.check([](const std::string&) {});  // the values; setup_log gives the warnings
   sampler_params().validate();
   draft.validate();
@@ -139,6 +144,11 @@ void GenFlags::validate() {
     system = read_text_file(system_file, "system prompt");
     if (system.ends_with('\n')) system.pop_back();
   }
+}
+
+void GenFlags::set_context_shift(runtime::GenerateOptions& go, int64_t prompt_tokens, bool add_bos) const {
+  go.context_shift = context_shift;
+  go.n_keep = keep < 0 || keep > prompt_tokens ? prompt_tokens : std::min(prompt_tokens, keep + (add_bos ? 1 : 0));
 }
 
 GgmlType GenFlags::kv_cache_type() const {

@@ -77,6 +77,8 @@ struct GenFlags {
   bool cont_batching = false, no_cont_batching = false, kv_unified = false;  // -cb -nocb -kvu: one slot
   bool escape = true;                            // llama.cpp's -e/--no-escape
   bool mlock = false;                            // llama.cpp's --mlock
+  bool context_shift = false;                    // llama.cpp's --context-shift (off by default, as there)
+  int64_t keep = 0;                              // llama.cpp's --keep: prompt tokens a shift keeps (-1: all)
   // Speculative decoding, llama.cpp's flags: -md, --draft-max, --draft-min, --draft-p-min, -cd.
   std::string model_draft;
   runtime::DraftParams draft;
@@ -102,6 +104,10 @@ struct GenFlags {
   void validate();
   GgmlType kv_cache_type() const;  // --kv-type, or -ctk/-ctv where given
   int64_t n_batch() const { return std::min(batch_size, ubatch_size); }
+  // The context shift of GenerateOptions for a prompt of `prompt_tokens` tokens at the start of
+  // the cache, as llama-cli counts --keep: -1 (or more than the prompt) keeps the whole prompt,
+  // otherwise N tokens after the BOS the vocabulary adds.
+  void set_context_shift(runtime::GenerateOptions& go, int64_t prompt_tokens, bool add_bos) const;
   // --grammar, --grammar-file, --json-schema or --json-schema-file parsed (nullptr when none;
   // Error for two of them, a file that cannot be read, a grammar that does not parse or a schema
   // that does not convert; what a schema's grammar does not enforce is a warning on stderr). The

@@ -392,6 +392,8 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) 
   if (const auto n = integer_field(j, "speculative.n_max", 0, 1024)) r.spec_n_max = int32_t(*n);
   if (const auto n = integer_field(j, "speculative.n_min", 0, 1024)) r.spec_n_min = int32_t(*n);
   r.spec_p_min = number_field(j, "speculative.p_min");
+  r.n_keep = integer_field(j, "n_keep", -1, kMaxLong);
+  r.n_discard = integer_field(j, "n_discard", 0, kMaxLong).value_or(0);
   if (present(j, "seed")) {
     const json& s = j["seed"];
     if (s.is_number_unsigned()) r.seed = s.get<uint64_t>();
@@ -601,7 +603,8 @@ json native_response(const ResponseHead& h, const CompletionResult& r, const Nat
               {"generation_settings", x.generation_settings},
               {"prompt", x.prompt},
               {"has_new_line", r.text.find('\n') != std::string::npos},
-              {"truncated", r.stop_reason == StopReason::ContextFull},  // the context filled up
+              // The context filled up (llama-server: or shifted to make room).
+              {"truncated", r.stop_reason == StopReason::ContextFull || r.context_shifts > 0},
               {"stop_type", stop_type},
               {"stopping_word", r.stopping_word},
               {"tokens_cached", r.cached_tokens},

@@ -77,6 +77,10 @@ struct CompletionRequest {
   // model's settings for this request (absent: the server's -md flags).
   std::optional<int32_t> spec_n_max, spec_n_min;
   std::optional<float> spec_p_min;
+  // llama-server's "n_keep" (prompt tokens a context shift keeps, -1: all; absent: the server's
+  // --keep) and "n_discard" (tokens a shift drops; 0: half of those after n_keep).
+  std::optional<int64_t> n_keep;
+  int64_t n_discard = 0;
   std::vector<std::string> stop;
   std::vector<runtime::LogitBias> logit_bias;
   bool ignore_eos = false;
@@ -138,6 +142,7 @@ struct CompletionResult {
   int64_t prompt_evaluated = 0;  // prompt tokens run through the model (the rest was cached)
   double prompt_ms = 0, predicted_ms = 0;
   int64_t draft_n = 0, draft_n_accepted = 0;  // speculative decoding's guesses, and those kept
+  int64_t context_shifts = 0;  // --context-shift: times the full context dropped old tokens
   bool has_logprobs = false;  // asked for: then one entry per generated token (an ending EOG aside)
   std::vector<SampledLogprobs> logprobs;
 };

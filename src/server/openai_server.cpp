@@ -163,6 +163,8 @@ json OpenAiServer::generation_settings(const CompletionRequest& r) const {
               {"ignore_eos", r.ignore_eos || opts_.ignore_eos},
               {"stream", r.stream},
               {"n_probs", r.logprobs ? r.top_logprobs : 0},
+              {"n_keep", r.n_keep.value_or(opts_.n_keep)},
+              {"n_discard", r.n_discard},
               {"speculative.n_max", d.n_max},
               {"speculative.n_min", d.n_min},
               {"speculative.p_min", d.p_min}};
@@ -229,6 +231,12 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   go.drafter = opts_.drafter;
   if (opts_.drafter) go.draft_params = draft_params(r, opts_.drafter->params());
   go.n_batch = opts_.n_batch;
+  // llama-server's count: -1 is the whole prompt, otherwise BOS and n_keep more, at most n_ctx - 4.
+  go.context_shift = opts_.context_shift;
+  const int64_t keep = r.n_keep.value_or(opts_.n_keep);
+  go.n_keep = std::min<int64_t>(ctx_->n_ctx() - 4, keep < 0 ? int64_t(prompt.size())
+                                                             : keep + (model_.tokenizer().add_bos() ? 1 : 0));
+  go.n_discard = r.n_discard;
   std::optional<runtime::TokenGrammar> grammar;
   const bool calls = r.calls_tools();
   // The server's default grammar is for replies, not for calls.
@@ -286,6 +294,7 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   out.text = std::move(g.text);
   out.finish_reason = finish_reason(g.reason);
   out.stop_reason = g.reason;
+  out.context_shifts = g.n_context_shifts;
   out.stopping_word = std::move(g.stop_string);
   if (shaper) {
     ReplyShaper::Final f = shaper->finish();

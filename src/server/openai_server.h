@@ -62,6 +62,8 @@ struct ServeOptions {
   std::optional<uint64_t> seed;       // for requests without one; nullopt: random per request
   int64_t n_predict = -1;             // max_tokens when a request gives none (-1: no limit)
   int64_t n_batch = 512;              // prompt tokens per decode call (-b / -ub)
+  bool context_shift = false;         // --context-shift: a full context drops old tokens, the reply goes on
+  int64_t n_keep = 0;                 // --keep: the default of a request's n_keep
   std::vector<std::string> stop;      // stop strings added to every request's
   bool ignore_eos = false;            // for every request (a request can also ask for it)
   std::string system;                 // a system message for chats that bring none

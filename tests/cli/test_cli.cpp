@@ -440,6 +440,38 @@ TEST_F(Cli, ChatRegenClearAndOverflow) {
   EXPECT_LE(jo["tokens"].size(), 96u);
 }
 
+// --context-shift (llama.cpp's): a full context drops the older half of the text after --keep
+// and the text goes on to -n; without it the text ends there. The shifted text starts as the
+// unshifted one. In chat the reply goes on too, and the next turn still works.
+TEST_F(Cli, ContextShiftGoesOnPastAFullContext) {
+  MINFER_REQUIRE_SHARED();
+  const std::string base = stories() + " " + q("Once upon a time") + " -c 48 -n 120 --temp 0 --ignore-eos --verbose";
+  const Result cut = run(base);
+  ASSERT_EQ(cut.code, 0) << cut.err;
+  EXPECT_NE(cut.err.find("stopped: context full"), std::string::npos) << cut.err;
+  for (const char* keep : {"", " --keep -1", " --keep 3"}) {
+    const Result r = run(base + " --context-shift" + keep);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("(120 generated, stopped: token limit)"), std::string::npos) << keep << "\n" << r.err;
+    EXPECT_TRUE(r.out.starts_with(cut.out)) << keep << "\n" << r.out << "\nvs\n" << cut.out;
+    EXPECT_GT(r.out.size(), cut.out.size() + 100);
+  }
+  expect_error(base + " --context-shift --keep -2", 1, {"--keep -2"});
+
+  spit(dir_ / "chatml.jinja", kChatml);
+  const Result chat = run("chat " + qwen2() + " --chat-template-file " + q((dir_ / "chatml.jinja").string()) +
+                              " --temp 0 -n 120 -c 64 --ignore-eos --context-shift --keep -1 --session " +
+                              q((dir_ / "s.json").string()),
+                          "Hi\nTell me more\n");
+  ASSERT_EQ(chat.code, 0) << chat.err;
+  EXPECT_NE(chat.err.find("[context full: shifted"), std::string::npos) << chat.err;
+  // The first turn's long reply no longer fits the next turn's prompt: dropped, the chat goes on.
+  EXPECT_NE(chat.err.find("dropped the oldest 2 messages"), std::string::npos) << chat.err;
+  const json msgs = json::parse(slurp(dir_ / "s.json"))["messages"];
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(msgs[0]["content"], "Tell me more");
+}
+
 TEST_F(Cli, DemoRunsAndCachesItsModel) {
   const std::string cache = q((dir_ / "cache").string());
   Result r = run("demo --cache-dir " + cache + " -n 8");

@@ -390,6 +390,41 @@ TEST(OpenAiServer, LlamaServersOwnCompletionEndpoint) {
             std::string::npos);
 }
 
+// --context-shift: a reply longer than the context goes on to n_predict ("truncated", as
+// llama-server reports a shift); the request's n_keep/n_discard show in its settings, and the
+// next request reuses what the shifted cache still shares with its prompt. Without the flag the
+// reply ends with the context ("length").
+TEST(OpenAiServer, ContextShift) {
+  MINFER_REQUIRE_SHARED();
+  server::ServeOptions o;
+  o.ctx.n_ctx = 48;
+  auto plain = start("stories260K.gguf", o);
+  httplib::Client pc("127.0.0.1", plain->port);
+  const json body = {{"prompt", "Once upon a time"}, {"n_predict", 100}, {"temperature", 0}, {"ignore_eos", true},
+                     {"n_keep", 2}, {"n_discard", 10}};
+  json res = post(pc, "/completion", body);
+  EXPECT_EQ(res["stop_type"], "limit");
+  EXPECT_EQ(res["truncated"], true);
+  EXPECT_LT(res["tokens_predicted"].get<int>(), 48);
+  const std::string cut = res["content"];
+
+  o.context_shift = true;
+  auto r = start("stories260K.gguf", o);
+  httplib::Client cli("127.0.0.1", r->port);
+  res = post(cli, "/completion", body);
+  EXPECT_EQ(res["tokens_predicted"], 100);
+  EXPECT_EQ(res["truncated"], true);
+  EXPECT_EQ(res["generation_settings"]["n_keep"], 2);
+  EXPECT_EQ(res["generation_settings"]["n_discard"], 10);
+  EXPECT_TRUE(res["content"].get<std::string>().starts_with(cut)) << res["content"] << "\nvs\n" << cut;
+  // The same prompt again: its BOS and 2 tokens kept are still at the head of the cache.
+  res = post(cli, "/completion", body);
+  EXPECT_EQ(res["tokens_predicted"], 100);
+  EXPECT_EQ(res["tokens_cached"], 3);
+  EXPECT_NE(post(cli, "/completion", {{"prompt", "x"}, {"n_keep", -2}}, 400)["error"]["message"].get<std::string>().find("n_keep"),
+            std::string::npos);
+}
+
 TEST(OpenAiServer, PropsAndApplyTemplate) {
   MINFER_REQUIRE_SHARED();
   server::ServeOptions o;
