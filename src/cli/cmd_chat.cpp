@@ -285,7 +285,7 @@ int run_chat(int argc, char** argv) {
   cli::Log log;
   f.setup_log(log);
 
-  auto loaded = cli::load_model(model_path, log);
+  auto loaded = cli::load_model(model_path, log, f.mmap);
   const auto& model = *loaded.model;
   auto tmpl = cli::chat_template(model, f);
   if (!tmpl) fail("{}: the model has no chat template (give one with --chat-template-file)", model_path);

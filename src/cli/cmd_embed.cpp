@@ -102,7 +102,7 @@ int run_embed(int argc, char** argv) {
   std::string model_path, model_pos, prompt, prompt_file, pooling, format, separator = "\n", kv_type = "f16";
   int norm = 2, threads = 0;
   int64_t n_ctx = 0, batch_size = 2048, ubatch_size = 512;
-  bool escape = true, verbose = false, quiet = false;
+  bool escape = true, verbose = false, quiet = false, use_mmap = true;
   app.add_option("-m,--model", model_path, "GGUF model file");
   app.add_option("model", model_pos, "GGUF model file (instead of -m)");
   app.add_option("-p,--prompt", prompt, "text; each piece between separators is one input");
@@ -122,6 +122,7 @@ int run_embed(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--kv-type", kv_type, "KV cache type: f32, f16, q8_0")->capture_default_str();
   app.add_flag("-e,--escape,!--no-escape", escape, "process escapes in the prompt (default: on, as llama.cpp)");
+  app.add_flag("--mmap,!--no-mmap", use_mmap, "map the model file (default); --no-mmap reads it into memory");
   app.add_flag("--verbose", verbose, "model details on stderr");
   app.add_flag("-q,--quiet", quiet, "nothing on stderr but errors");
   parse(app, argc, argv);
@@ -147,7 +148,7 @@ int run_embed(int argc, char** argv) {
   Log log;
   log.quiet = quiet;
   log.verbose = verbose;
-  Loaded loaded = load_model(model_path, log);
+  Loaded loaded = load_model(model_path, log, use_mmap);
   const runtime::Model& model = *loaded.model;
   runtime::Pooling pool = runtime::Pooling::None;
   if (!pooling.empty()) pool = runtime::pooling_from_name(pooling);

@@ -62,7 +62,7 @@ int run_serve(int argc, char** argv) {
   f.setup_log(log);
 
   const sigset_t signals = cli::block_stop_signals();
-  auto loaded = cli::load_model(model_path, log);
+  auto loaded = cli::load_model(model_path, log, f.mmap);
   const auto& model = *loaded.model;
 
   server::ServeOptions o;

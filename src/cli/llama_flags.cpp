@@ -48,7 +48,6 @@ constexpr Refused kRefused[] = {
     {"-lv", "--verbosity", "use --verbose or --quiet"},
     {"-dt", "--defrag-thold", "the KV cache is one sequence and never fragments"},
     // Long flags without a counterpart, named the same way.
-    {"--no-mmap", "--no-mmap", "minfer maps the file and copies the weights it repacks at load"},
     {"--numa", "--numa", "not supported"},
     {"--rpc", "--rpc", "minfer runs on this machine's CPU"},
     {"--lora", "--lora", "LoRA adapters are not supported"},

@@ -101,6 +101,8 @@ void GenFlags::add_to(CLI::App& app) {
                "when the context is full, drop the older half of the text after --keep and go on "
                "(default: off, a full context ends the text)");
   app.add_option("--keep", keep, "tokens of the prompt a context shift keeps (-1: all; default 0)");
+  app.add_flag("--mmap,!--no-mmap", mmap,
+               "map the model file (default); --no-mmap reads it into memory whole at load");
   app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
   app.add_flag("--no-template", no_template, "raw completion: do not apply the chat template");
   app.add_option("--system,--system-prompt", system, "-sys: system message (with a chat template)");
@@ -217,7 +219,7 @@ GgmlType parse_kv_type(const std::string& s) {
 
 // ---- model ----
 
-Loaded load_model(const std::string& path, Log& log) {
+Loaded load_model(const std::string& path, Log& log, bool use_mmap) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec)) fail("{}: no such file", path);
@@ -227,6 +229,7 @@ Loaded load_model(const std::string& path, Log& log) {
   Progress bar("loading", !log.quiet);
   runtime::LoadOptions lo;
   lo.verbose = log.verbose && !log.quiet;
+  lo.use_mmap = use_mmap;
   lo.progress = [&](double f) { bar.update(f); };
   try {
     l.model = runtime::Model::load(path, lo);
@@ -239,9 +242,9 @@ Loaded load_model(const std::string& path, Log& log) {
   bar.finish();
   l.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const auto& hp = l.model->hparams();
-  log.detail("model: {} ({}), {} layers, n_embd {}, heads {}/{}, vocab {}, trained context {}",
+  log.detail("model: {} ({}), {} layers, n_embd {}, heads {}/{}, vocab {}, trained context {}{}",
              path, l.model->arch(), hp.n_layer, hp.n_embd, hp.n_head, hp.n_head_kv, hp.n_vocab,
-             hp.n_ctx_train);
+             hp.n_ctx_train, use_mmap ? "" : ", read into memory (--no-mmap)");
   return l;
 }
 
@@ -290,7 +293,7 @@ void lock_memory(const GenFlags& f, const runtime::Model& model, const runtime::
 Draft load_draft(const GenFlags& f, const runtime::Model& target, const runtime::ContextParams& target_cp, Log& log) {
   Draft d;
   if (f.model_draft.empty()) return d;
-  d.model = load_model(f.model_draft, log).model;
+  d.model = load_model(f.model_draft, log, f.mmap).model;
   const std::string why = runtime::draft_mismatch(target.tokenizer(), d.model->tokenizer());
   if (!why.empty()) fail("{}: cannot draft for this model: {}", f.model_draft, why);
   runtime::ContextParams cp = target_cp;

@@ -77,6 +77,7 @@ struct GenFlags {
   bool cont_batching = false, no_cont_batching = false, kv_unified = false;  // -cb -nocb -kvu: one slot
   bool escape = true;                            // llama.cpp's -e/--no-escape
   bool mlock = false;                            // llama.cpp's --mlock
+  bool mmap = true;                              // llama.cpp's --mmap/--no-mmap
   bool context_shift = false;                    // llama.cpp's --context-shift (off by default, as there)
   int64_t keep = 0;                              // llama.cpp's --keep: prompt tokens a shift keeps (-1: all)
   // Speculative decoding, llama.cpp's flags: -md, --draft-max, --draft-min, --draft-p-min, -cd.
@@ -128,7 +129,8 @@ struct Draft {
 };
 
 // Checks the path first (missing file, directory) so that the message is about the file.
-Loaded load_model(const std::string& path, Log& log);
+// use_mmap false: llama.cpp's --no-mmap, the file read into memory whole (the verbose log says so).
+Loaded load_model(const std::string& path, Log& log, bool use_mmap = true);
 
 // The context size to use: the flag when given (Error beyond 1M tokens), else the trained
 // context capped at 4096 and at what a quarter of the memory this process may use (RAM, or

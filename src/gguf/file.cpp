@@ -29,9 +29,10 @@ static std::unique_ptr<File::Impl> impl_from_image(ParsedImage img, std::string 
   return impl;
 }
 
-std::unique_ptr<File> File::open(const std::string& path) {
-  auto map = std::make_unique<MappedFile>(path);
+std::unique_ptr<File> File::open(const std::string& path, bool use_mmap) {
+  auto map = std::make_unique<MappedFile>(path, use_mmap);
   auto impl = impl_from_image(parse_image(map->data(), map->size(), path), path);
+  impl->use_mmap = use_mmap;
   impl->maps.push_back(std::move(map));
   open_split_parts(*impl);
   impl->build_indexes();

@@ -19,6 +19,7 @@ struct File::Impl {
   uint64_t data_offset = 0;
   uint32_t n_splits = 1;
   std::vector<std::unique_ptr<MappedFile>> maps;  // one per part; empty for from_memory
+  bool use_mmap = true;                           // the parts mapped, or read into memory
   std::vector<KV> kv;
   std::vector<TensorInfo> tensors;
   // Views into kv/tensors, which never change after construction.

@@ -85,8 +85,10 @@ struct TensorInfo {
 
 class File {
  public:
-  // Opens and fully validates; for NAME-00001-of-0000N.gguf also opens the other parts.
-  static std::unique_ptr<File> open(const std::string& path);
+  // Opens and fully validates; for NAME-00001-of-0000N.gguf also opens the other parts. The
+  // bytes are mapped from the file, or with use_mmap false (llama.cpp's --no-mmap) read into
+  // memory whole first.
+  static std::unique_ptr<File> open(const std::string& path, bool use_mmap = true);
   // Validates an in-memory image (used by the fuzzer and corruption tests); `name` is used
   // in messages. The bytes must outlive the File. Split keys are not followed.
   static std::unique_ptr<File> from_memory(const uint8_t* data, size_t size, std::string name);

@@ -41,7 +41,7 @@ void open_split_parts(File::Impl& impl) {
 
   for (int64_t k = 1; k < *count; ++k) {
     std::string p = part_path(prefix, k + 1, *count);
-    auto map = std::make_unique<MappedFile>(p);
+    auto map = std::make_unique<MappedFile>(p, impl.use_mmap);
     ParsedImage img = parse_image(map->data(), map->size(), p);
     auto pc = split_key(img.kv, "split.count", p);
     auto pn = split_key(img.kv, "split.no", p);

@@ -127,7 +127,7 @@ Model::~Model() = default;
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
   std::unique_ptr<Model> m(new Model());
-  m->file_ = gguf::File::open(path);
+  m->file_ = gguf::File::open(path, opts.use_mmap);
   if (opts.progress) opts.progress(0.3);
   m->tensors_ = models::TensorTable::from_gguf(*m->file_);
   m->hp_ = models::hparams_from_gguf(*m->file_, m->tensors_);

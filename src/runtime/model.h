@@ -25,6 +25,7 @@ namespace minfer::runtime {
 struct LoadOptions {
   bool verbose = false;                    // a summary line (and one per staged tensor) on stderr
   bool repack = true;                      // stage the matmul weights at load (ModelWeights)
+  bool use_mmap = true;                    // false: the file is read into memory (--no-mmap)
   double memory_bytes = -1;                // memory the staged copy must fit in; < 0: the machine's
   std::function<void(double)> progress;   // 0..1
 };

@@ -275,6 +275,10 @@ TEST_F(Cli, LlamaCppFlagSpellings) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, want);
   EXPECT_NE(r.err.find("-ngl 99: minfer runs on the CPU"), std::string::npos) << r.err;
+  r = run(base + " --kv-type f32 --no-mmap --verbose");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, want);
+  EXPECT_NE(r.err.find("read into memory (--no-mmap)"), std::string::npos) << r.err;
   r = run(base + " --kv-type f32 -fa off -ngl 0");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, want);

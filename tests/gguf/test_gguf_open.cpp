@@ -186,6 +186,41 @@ TEST(GgufOpen, ReleasedPagesReadBackFromTheFile) {
   EXPECT_EQ(image, copy);
 }
 
+// --no-mmap: the bytes are read up front (a file overwritten afterwards changes nothing), equal
+// to the mapped ones, and a released range reads back the same from the file.
+TEST(GgufOpen, NoMmapReadsTheFileIntoMemory) {
+  MINFER_REQUIRE_SHARED();
+  const std::string path = minfer::test::shared_path("models/stories260K.gguf");
+  const fs::path copy = fs::temp_directory_path() / ("minfer-nommap-" + std::to_string(::getpid()) + ".gguf");
+  fs::copy_file(path, copy, fs::copy_options::overwrite_existing);
+  auto mapped = File::open(path);
+  auto f = File::open(copy.string(), /*use_mmap=*/false);
+  ASSERT_EQ(f->tensors().size(), mapped->tensors().size());
+  for (size_t i = 0; i < f->tensors().size(); ++i) {
+    const TensorInfo& a = f->tensors()[i];
+    const TensorInfo& b = mapped->tensors()[i];
+    ASSERT_EQ(a.name, b.name);
+    ASSERT_EQ(0, std::memcmp(a.data, b.data, a.nbytes)) << a.name;
+  }
+  const TensorInfo* t = f->find_tensor("token_embd.weight");
+  ASSERT_NE(t, nullptr);
+  const std::vector<uint8_t> before(t->data, t->data + t->nbytes);
+  f->release(t->data, t->nbytes);
+  EXPECT_EQ(std::vector<uint8_t>(t->data, t->data + t->nbytes), before);
+
+  auto g = File::open(copy.string(), /*use_mmap=*/false);
+  {
+    std::FILE* fp = std::fopen(copy.string().c_str(), "r+b");
+    ASSERT_NE(fp, nullptr);
+    const std::vector<uint8_t> zeros(size_t(fs::file_size(copy)), 0);
+    ASSERT_EQ(std::fwrite(zeros.data(), 1, zeros.size(), fp), zeros.size());
+    std::fclose(fp);
+  }
+  const TensorInfo* u = g->find_tensor("token_embd.weight");
+  EXPECT_EQ(std::vector<uint8_t>(u->data, u->data + u->nbytes), before);
+  fs::remove(copy);
+}
+
 namespace {
 // VmLck of this process, in KiB (-1 when /proc says nothing).
 long locked_kib() {
