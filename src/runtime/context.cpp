@@ -14,6 +14,7 @@
 #include "models/llama_graph.h"
 #include "runtime/cpu_backend.h"
 #include "runtime/cpu_count.h"
+#include "runtime/kv_state.h"
 #include "runtime/memory_limit.h"
 #include "runtime/model.h"
 #include "runtime/node_trace.h"
@@ -305,6 +306,17 @@ void Context::shift(int64_t n_keep, int64_t n_discard) {
   n_past_ -= n_discard;
   tokens_.erase(tokens_.begin() + n_keep, tokens_.begin() + n_keep + n_discard);
   ++stats_.kv_shifts;
+}
+
+size_t Context::save_state(const std::string& path) {
+  return write_kv_state(path, model_, impl_->kv, tokens_);
+}
+
+int64_t Context::load_state(const std::string& path, size_t* bytes_read) {
+  std::vector<int32_t> tokens = read_kv_state(path, model_, impl_->kv, params_.n_ctx, bytes_read);
+  tokens_ = std::move(tokens);
+  n_past_ = int64_t(tokens_.size());
+  return n_past_;
 }
 
 }  // namespace minfer::runtime

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "graph/ir.h"
@@ -80,6 +81,13 @@ class Context {
   // per layer, built once). n_past() drops by n_discard. Error unless n_keep >= 0, n_discard >= 1
   // and n_keep + n_discard <= n_past().
   void shift(int64_t n_keep, int64_t n_discard);
+  // The cache's tokens and rows saved to a file (llama.cpp's session / slot save, kv_state.h);
+  // returns the bytes written.
+  size_t save_state(const std::string& path);
+  // A saved state loaded in place of the cache's contents (same model and KV type; this context
+  // must hold its tokens); returns how many tokens it holds. Error naming the file, with the
+  // cache left as it was, when the file does not fit.
+  int64_t load_state(const std::string& path, size_t* bytes_read = nullptr);
 
   const Stats& stats() const { return stats_; }
   void set_observer(NodeObserver obs);

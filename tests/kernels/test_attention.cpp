@@ -282,13 +282,45 @@ TEST(KvShift, KeysReadAsRopedAtTheirNewPositions) {
                                                         size_t(p + discard) * v.row_bytes, v.row_bytes));
         }
         // The kept rows: untouched bytes.
-        if (!l.blocked)
-          for (int64_t p = 0; p < keep; ++p)
+        if (!l.blocked) {
+          for (int64_t p = 0; p < keep; ++p) {
             ASSERT_EQ(0, std::memcmp(kv_row(k, h, p), k_before.data() + size_t(h) * k.head_bytes + size_t(p) * k.row_bytes,
                                      k.row_bytes));
+          }
+        }
       }
       EXPECT_LT(worst, l.tol);
     }
+  }
+}
+
+// kv_get_row gives a row in the type's plain layout whatever the region's (blocked F16 keys
+// gathered), and kv_set_row puts it back: a saved state moves between layouts.
+TEST(KvRows, PlainRowsFromEveryLayout) {
+  std::mt19937 rng(9);
+  const int64_t n_heads = 2, hw = 32, width = n_heads * hw, n_ctx = 21;
+  const auto src = test::random_floats(size_t(n_ctx * width), rng);
+  std::vector<int32_t> at(static_cast<size_t>(n_ctx));
+  for (int64_t i = 0; i < n_ctx; ++i) at[size_t(i)] = int32_t(i);
+  for (bool blocked : {false, true}) {
+    std::vector<uint8_t> a(kv_region_bytes(GgmlType::F16, width, n_ctx, n_heads, blocked));
+    std::vector<uint8_t> b(kv_region_bytes(GgmlType::F16, width, n_ctx, n_heads, !blocked));
+    KvRegion ra = make_kv_region(GgmlType::F16, a.data(), width, n_ctx, n_heads, blocked);
+    KvRegion rb = make_kv_region(GgmlType::F16, b.data(), width, n_ctx, n_heads, !blocked);
+    kv_store(ra, src.data(), at.data(), n_ctx);
+    std::vector<uint8_t> row(ra.row_bytes), back(ra.row_bytes);
+    for (int64_t h = 0; h < n_heads; ++h)
+      for (int64_t p = 0; p < n_ctx; ++p) {
+        kv_get_row(ra, h, p, row.data());
+        for (int64_t i = 0; i < hw; ++i) {
+          uint16_t v;
+          std::memcpy(&v, row.data() + 2 * i, 2);
+          ASSERT_EQ(v, fp32_to_fp16(src[size_t(p * width + h * hw + i)])) << blocked << " " << h << " " << p;
+        }
+        kv_set_row(rb, h, p, row.data());  // into the other layout
+        kv_get_row(rb, h, p, back.data());
+        ASSERT_EQ(row, back);
+      }
   }
 }
 

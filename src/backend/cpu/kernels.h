@@ -138,6 +138,12 @@ inline uint16_t* kv_key_lane(const KvRegion& r, int64_t h, int64_t pos) {
 // Positions must be < n_ctx (checked by the caller, which reports the error).
 void kv_store(KvRegion& dst, const float* src, const int32_t* pos, int64_t nt);
 
+// Head h's row at pos in the type's plain row layout (row_size(type, width / n_heads) bytes),
+// whatever the region's own (blocked keys gathered): what a saved state holds, so that it loads
+// on a CPU that lays keys out otherwise. Positions < n_ctx (checked by the caller).
+void kv_get_row(const KvRegion& r, int64_t h, int64_t pos, uint8_t* out);
+void kv_set_row(KvRegion& r, int64_t h, int64_t pos, const uint8_t* in);
+
 // The context shift of one layer (llama.cpp's seq_rm + seq_add): the rows at positions
 // n_keep + n_discard .. n_past move n_discard positions down, the keys rotated by -n_discard (a
 // pure rotation, rope_params' magnitude left out; through F32 for F16 and Q8_0 caches, as ggml's

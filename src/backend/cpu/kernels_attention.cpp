@@ -98,6 +98,24 @@ void kv_store(KvRegion& dst, const float* src, const int32_t* pos, int64_t nt) {
     for (int64_t h = 0; h < dst.n_heads; ++h) head(h, 0);
 }
 
+void kv_get_row(const KvRegion& r, int64_t h, int64_t pos, uint8_t* out) {
+  if (!r.blocked) {
+    std::memcpy(out, kv_row(r, h, pos), r.row_bytes);
+    return;
+  }
+  const uint16_t* key = kv_key_lane(r, h, pos);
+  for (size_t i = 0; i < r.row_bytes / 2; ++i) std::memcpy(out + 2 * i, key + i * kKeyBlock, 2);
+}
+
+void kv_set_row(KvRegion& r, int64_t h, int64_t pos, const uint8_t* in) {
+  if (!r.blocked) {
+    std::memcpy(kv_row(r, h, pos), in, r.row_bytes);
+    return;
+  }
+  uint16_t* key = kv_key_lane(r, h, pos);
+  for (size_t i = 0; i < r.row_bytes / 2; ++i) std::memcpy(key + i * kKeyBlock, in + 2 * i, 2);
+}
+
 void kv_shift(KvRegion& k, KvRegion& v, int64_t n_keep, int64_t n_discard, int64_t n_past,
               const RopeParams& rope_params) {
   check_cache_type(k, "kv_shift");
