@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <span>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -46,6 +48,14 @@ int run_run(int argc, char** argv) {
   app.add_option("--dump-graph", dump_dot, "write the graph for this prompt as Graphviz DOT, then exit");
   app.add_option("--dump-graph-json", dump_json, "write the graph for this prompt as JSON, then exit");
   app.add_option("args", positional, "[MODEL] [PROMPT]");
+  // llama-cli's prompt cache: the context's state saved after the prompt, reused by the next run.
+  std::string prompt_cache;
+  bool prompt_cache_all = false, prompt_cache_ro = false;
+  app.add_option("--prompt-cache", prompt_cache,
+                 "keep the prompt's evaluated state in FILE: a later run whose prompt starts the same "
+                 "evaluates only the rest");
+  app.add_flag("--prompt-cache-all", prompt_cache_all, "save the generated text's state too");
+  app.add_flag("--prompt-cache-ro", prompt_cache_ro, "use the --prompt-cache file, do not update it");
   bool conversation = false, no_conversation = false;
   app.add_flag("--conversation", conversation, "-cnv: llama-cli's conversation mode is 'minfer chat'");
   app.add_flag("--no-conversation", no_conversation, "-no-cnv: accepted (run is one prompt, one reply)");
@@ -82,6 +92,8 @@ int run_run(int argc, char** argv) {
     return 2;
   }
   f.validate();
+  if (prompt_cache.empty() && (prompt_cache_all || prompt_cache_ro))
+    fail("--prompt-cache-all and --prompt-cache-ro need --prompt-cache FILE");
   const auto grammar_rules = f.grammar_rules();
 
   cli::Log log;
@@ -147,6 +159,24 @@ int run_run(int argc, char** argv) {
              sampler.params().seed, f.temp, f.top_k, f.top_p, f.min_p, f.repeat_penalty,
              f.repeat_last_n);
 
+  // The prompt cache: its tokens that begin the prompt stay in the cache (the prompt's last token
+  // is always evaluated again: its logits are wanted).
+  size_t cached = 0;
+  if (!prompt_cache.empty() && std::filesystem::exists(prompt_cache)) {
+    const int64_t n = ctx.load_state(prompt_cache);
+    while (cached + 1 < tokens.size() && cached < size_t(n) && ctx.tokens()[cached] == tokens[cached]) ++cached;
+    ctx.truncate(int64_t(cached));
+    log.detail("prompt cache: {} of the prompt's {} tokens from {} ({} saved)", cached, tokens.size(),
+               prompt_cache, n);
+    if (cached < tokens.size() / 2)
+      log.info("warning: {} matches {} of the prompt's {} tokens: the rest is evaluated again", prompt_cache,
+               cached, tokens.size());
+  } else if (!prompt_cache.empty()) {
+    log.detail("prompt cache: {} does not exist yet, the prompt's state will be saved there", prompt_cache);
+  }
+  for (size_t i = 0; i < cached; ++i) sampler.accept(tokens[i]);
+  const bool save_cache = !prompt_cache.empty() && !prompt_cache_ro;
+
   runtime::GenerateOptions go;
   go.n_predict = f.n_predict;
   go.stop = f.stop;
@@ -158,9 +188,12 @@ int run_run(int argc, char** argv) {
   std::optional<runtime::TokenGrammar> grammar;
   if (grammar_rules) go.grammar = &grammar.emplace(grammar_rules, tok);
   cli::Progress bar("prompt", !f.quiet && tokens.size() >= 256);
-  go.prefill_progress = [&](double x) { bar.update(x); };
+  go.prefill_progress = [&](double x) {
+    bar.update(x);
+    if (x >= 1.0 && save_cache) ctx.save_state(prompt_cache);
+  };
   bool first = true;
-  auto res = runtime::generate(ctx, tok, sampler, tokens, go, [&](std::string_view s) {
+  auto res = runtime::generate(ctx, tok, sampler, std::span(tokens).subspan(cached), go, [&](std::string_view s) {
     if (first) bar.finish(), first = false;
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
@@ -169,6 +202,7 @@ int run_run(int argc, char** argv) {
   if (!res.text.empty() && isatty(STDOUT_FILENO)) std::fputc('\n', stdout);
   std::fflush(stdout);
   log.info("");
+  if (save_cache && prompt_cache_all) ctx.save_state(prompt_cache);
   cli::print_timings(log, loaded.load_ms, res);
   // Graph reuse made visible: over a whole generation each graph type is built once.
   const auto& st = ctx.stats();

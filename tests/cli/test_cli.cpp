@@ -476,6 +476,46 @@ TEST_F(Cli, ContextShiftGoesOnPastAFullContext) {
   EXPECT_EQ(msgs[0]["content"], "Tell me more");
 }
 
+// llama-cli's --prompt-cache: the first run saves the prompt's state, the next evaluates only
+// what its prompt adds (the last token always) and gives the same text; -ro leaves the file as
+// it is, -all saves the generated tokens too; a file that is not a state is an error.
+TEST_F(Cli, PromptCacheReusesTheSavedPrompt) {
+  MINFER_REQUIRE_SHARED();
+  const json g = json::parse(slurp(minfer::test::shared_path("golden/models/stories260K.greedy64.json")));
+  const auto& c = g["cases"][0];
+  const std::string want = c["greedy"]["text"];
+  const std::string cache = (dir_ / "prompt.cache").string();
+  const std::string base = stories() + " " + q(c["prompt_text"]) + " -n 64 --temp 0 --kv-type f32 --verbose --prompt-cache " + q(cache);
+  Result r = run(base);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, want);
+  ASSERT_TRUE(fs::exists(cache));
+  const std::string saved = slurp(cache);
+  const size_t n_prompt = c["prompt_ids"].size();
+  r = run(base);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, want);
+  EXPECT_NE(r.err.find("prompt cache: " + std::to_string(n_prompt - 1) + " of the prompt's " + std::to_string(n_prompt) + " tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("prompt eval time") , std::string::npos);
+  EXPECT_NE(r.err.find("/     1 tokens"), std::string::npos) << r.err;
+
+  // Another prompt with the same start: only its own tokens are evaluated; -ro keeps the file.
+  const std::string other = c["prompt_text"].get<std::string>() + " and the dog";
+  const Result plain = run(stories() + " " + q(other) + " -n 16 --temp 0 --kv-type f32");
+  r = run(stories() + " " + q(other) + " -n 16 --temp 0 --kv-type f32 --verbose --prompt-cache-ro --prompt-cache " + q(cache));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, plain.out);
+  EXPECT_NE(r.err.find("prompt cache: " + std::to_string(n_prompt) + " of the prompt's"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(cache), saved);
+  r = run(base + " --prompt-cache-all");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_GT(slurp(cache).size(), saved.size());
+
+  spit(cache, "not a state");
+  expect_error(stories() + " x -n 4 --prompt-cache " + q(cache), 1, {cache, "not a minfer state file"});
+  expect_error(stories() + " x --prompt-cache-ro", 1, {"need --prompt-cache FILE"});
+}
+
 TEST_F(Cli, DemoRunsAndCachesItsModel) {
   const std::string cache = q((dir_ / "cache").string());
   Result r = run("demo --cache-dir " + cache + " -n 8");
