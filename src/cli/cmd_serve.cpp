@@ -41,6 +41,9 @@ int run_serve(int argc, char** argv) {
   std::string pooling;
   bool metrics = false, slots = true;
   app.add_flag("--metrics", metrics, "GET /metrics: Prometheus-compatible metrics (llama-server's)");
+  std::string slot_save_path;
+  app.add_option("--slot-save-path", slot_save_path,
+                 "folder of POST /slots/0?action=save|restore files (created if missing; default: slot actions off)");
   app.add_flag("--slots,!--no-slots", slots, "GET /slots: the slot's task and progress (default: on, as llama-server)");
   app.add_flag("--embeddings,--embedding", embeddings,
                "compute embeddings (POST /v1/embeddings) instead of generating text");
@@ -56,6 +59,12 @@ int run_serve(int argc, char** argv) {
     return 2;
   }
   f.validate();
+  if (!slot_save_path.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(slot_save_path, ec);
+    if (!std::filesystem::is_directory(slot_save_path))
+      fail("--slot-save-path {}: cannot create the folder{}", slot_save_path, ec ? ": " + ec.message() : "");
+  }
   if (embeddings && !f.model_draft.empty()) fail("--model-draft: not with --embeddings (nothing is generated)");
   const auto grammar_rules = f.grammar_rules();
   cli::Log log;
@@ -93,6 +102,7 @@ int run_serve(int argc, char** argv) {
   o.embeddings = embeddings;
   o.metrics = metrics;
   o.slots = slots;
+  o.slot_save_path = slot_save_path;
   if (!pooling.empty()) o.pooling = runtime::pooling_from_name(pooling);
   o.log = [&log](const std::string& line) { log.info("{}", line); };
 

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <optional>
 #include <random>
 
@@ -29,6 +31,16 @@ namespace {
 using json = nlohmann::ordered_json;
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// A slot file's name as llama-server takes it: a name, no folder, nothing a shell or another file
+// system would read otherwise.
+bool valid_slot_filename(const std::string& s) {
+  if (s.empty() || s.size() > 255 || s == "." || s == ".." || s.front() == ' ' || s.back() == ' ' || s.back() == '.')
+    return false;
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7f || std::strchr("/\\:*?\"<>|", c)) return false;
+  return tok::detail::sanitize_utf8(s) == s;
+}
 
 void send_error(httplib::Response& res, int status, std::string_view msg) {
   res.status = status;
@@ -403,6 +415,50 @@ void OpenAiServer::setup_routes() {
                          {"n_remain", slot_.n_predict < 0 ? int64_t(-1) : std::max<int64_t>(0, slot_.n_predict - decoded)},
                          {"n_decoded", decoded},
                          {"stopping_word", ""}}}}}));
+  });
+
+  // llama-server's slot actions: the KV cache saved to or restored from a file of
+  // --slot-save-path (runtime/kv_state.h), or erased.
+  s.Post(R"(/slots/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (opts_.slot_save_path.empty()) {
+      send_error(res, 501, "this server does not support slot actions: start it with --slot-save-path DIR");
+      return;
+    }
+    try {
+      const std::string id = req.matches[1];
+      if (id != "0") fail("invalid slot id '{}': this server has one slot, 0", id);
+      const std::string action = req.get_param_value("action");
+      if (action != "save" && action != "restore" && action != "erase")
+        fail("'action' must be save, restore or erase (as ?action=...)");
+      const auto t0 = std::chrono::steady_clock::now();
+      auto ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
+      if (action == "erase") {
+        const ModelTurn turn(ctx_mu_, metrics_);
+        const int64_t n = ctx_->n_past();
+        ctx_->truncate(0);
+        return send_json(res, {{"id_slot", 0}, {"n_erased", n}});
+      }
+      const json j = parse_json_object(req.body);
+      if (!j.contains("filename") || !j["filename"].is_string()) fail("'filename' must be a string");
+      const std::string name = j["filename"].get<std::string>();
+      if (!valid_slot_filename(name))
+        fail("invalid filename '{}': a file name in --slot-save-path, without a folder", name);
+      const std::string path = (std::filesystem::path(opts_.slot_save_path) / name).string();
+      const ModelTurn turn(ctx_mu_, metrics_);
+      if (action == "save") {
+        const int64_t n = ctx_->n_past();
+        const size_t bytes = ctx_->save_state(path);
+        return send_json(res, {{"id_slot", 0}, {"filename", name}, {"n_saved", n}, {"n_written", bytes},
+                               {"timings", {{"save_ms", ms()}}}});
+      }
+      if (!std::filesystem::exists(path)) fail("no saved slot '{}'", name);
+      size_t bytes = 0;
+      const int64_t n = ctx_->load_state(path, &bytes);
+      send_json(res, {{"id_slot", 0}, {"filename", name}, {"n_restored", n}, {"n_read", bytes},
+                      {"timings", {{"restore_ms", ms()}}}});
+    } catch (const Error& e) {
+      send_error(res, 400, e.what());
+    }
   });
 
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {

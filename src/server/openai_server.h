@@ -78,6 +78,8 @@ struct ServeOptions {
   std::optional<runtime::Pooling> pooling;
   bool metrics = false;  // --metrics: GET /metrics answers (llama-server's Prometheus text), else 501
   bool slots = true;     // GET /slots answers (llama-server's default; --no-slots: 501)
+  // --slot-save-path: the folder of POST /slots/0?action=save|restore files ("": those answer 501).
+  std::string slot_save_path;
   // Speculative decoding for the generating endpoints (-md): the draft model's drafter, over a
   // context of its own; the caller keeps it alive as long as the server.
   runtime::Drafter* drafter = nullptr;

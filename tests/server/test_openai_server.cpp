@@ -425,6 +425,55 @@ TEST(OpenAiServer, ContextShift) {
             std::string::npos);
 }
 
+// llama-server's slot actions: save the cache to a file of --slot-save-path, erase it, restore
+// it; the next request then reuses the restored tokens. Names with a folder, unknown files,
+// slots and actions are 400s; without --slot-save-path, 501.
+TEST(OpenAiServer, SlotSaveRestoreErase) {
+  MINFER_REQUIRE_SHARED();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("minfer-slots-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  server::ServeOptions o;
+  o.slot_save_path = dir.string();
+  auto r = start("stories260K.gguf", o);
+  httplib::Client cli("127.0.0.1", r->port);
+  const json body = {{"prompt", "Once upon a time, there was a girl"}, {"n_predict", 8}, {"temperature", 0}};
+  json res = post(cli, "/completion", body);
+  const int64_t n_prompt = res["tokens_evaluated"];
+  const std::string text = res["content"];
+  json a = post(cli, "/slots/0?action=save", {{"filename", "a.bin"}});
+  EXPECT_EQ(a["id_slot"], 0);
+  EXPECT_EQ(a["filename"], "a.bin");
+  EXPECT_EQ(a["n_saved"], n_prompt + 7);  // the prompt and the decoded tokens (not the last sampled)
+  EXPECT_EQ(a["n_written"], std::filesystem::file_size(dir / "a.bin"));
+  EXPECT_TRUE(a["timings"].contains("save_ms"));
+  EXPECT_EQ(post(cli, "/slots/0?action=erase", json::object())["n_erased"], n_prompt + 7);
+  res = post(cli, "/completion", {{"prompt", "Lily"}, {"n_predict", 4}});  // the cache holds something else
+  a = post(cli, "/slots/0?action=restore", {{"filename", "a.bin"}});
+  EXPECT_EQ(a["n_restored"], n_prompt + 7);
+  EXPECT_EQ(a["n_read"], std::filesystem::file_size(dir / "a.bin"));
+  res = post(cli, "/completion", body);
+  EXPECT_EQ(res["tokens_cached"], n_prompt - 1);
+  EXPECT_EQ(res["content"], text);
+
+  for (const char* bad : {"../a.bin", "sub/a.bin", "", "..", "a.bin "})
+    EXPECT_NE(post(cli, "/slots/0?action=save", {{"filename", bad}}, 400)["error"]["message"].get<std::string>().find("invalid filename"),
+              std::string::npos) << bad;
+  EXPECT_NE(post(cli, "/slots/0?action=restore", {{"filename", "none.bin"}}, 400)["error"]["message"].get<std::string>().find("no saved slot"),
+            std::string::npos);
+  EXPECT_NE(post(cli, "/slots/1?action=save", {{"filename", "b.bin"}}, 400)["error"]["message"].get<std::string>().find("slot id"),
+            std::string::npos);
+  EXPECT_NE(post(cli, "/slots/0?action=copy", {{"filename", "b.bin"}}, 400)["error"]["message"].get<std::string>().find("'action'"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir / "b.bin"));
+  std::filesystem::remove_all(dir);
+
+  auto plain = start("stories260K.gguf");
+  httplib::Client pc("127.0.0.1", plain->port);
+  EXPECT_NE(post(pc, "/slots/0?action=save", {{"filename", "a.bin"}}, 501)["error"]["message"].get<std::string>().find("--slot-save-path"),
+            std::string::npos);
+}
+
 TEST(OpenAiServer, PropsAndApplyTemplate) {
   MINFER_REQUIRE_SHARED();
   server::ServeOptions o;
