@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes a parser: scripts/fuzz.sh BUILD_DIR SECONDS [gguf|template|imatrix|openai_request|gbnf|json_schema]
+# Fuzzes a parser: scripts/fuzz.sh BUILD_DIR SECONDS [gguf|template|imatrix|openai_request|gbnf|json_schema|kv_state]
 # BUILD_DIR must hold fuzz_<target> built with -DMINFER_FUZZ=ON (clang).
 # gguf (default): the seed corpus is the first 64 KB of every GGUF file in ../shared plus a
 # small complete GGUF built here, so the fuzzer starts from real headers.
@@ -9,6 +9,7 @@
 # openai_request: the seeds are chat and completion request bodies (minfer serve).
 # gbnf: the seeds are GBNF grammars (JSON, a chess-like one, repetitions), each with text to match.
 # json_schema: the seeds are JSON schemas (objects, refs, patterns, ranges), each with text to match.
+# kv_state: the seed is a valid saved state the fuzz target writes itself (its checksum).
 # Exits non-zero when the fuzzer finds a crash.
 set -euo pipefail
 BUILD_DIR=${1:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}
@@ -63,6 +64,14 @@ if [ "$TARGET" = json_schema ]; then
   printf '%s\0%s' '{"allOf":[{"properties":{"d":{"type":"string","format":"date-time"}}},{"anyOf":[{"properties":{"p":{"type":"string","pattern":"^(\\([0-9]{1,3}\\))?[a-z]+|x.y$"}}}]}]}' $'{"d": "2024-01-01T00:00:00Z", "p": "(12)ab\x01c"}' > "$SEED/patterns"
   echo "fuzz.sh: 3 seeds in $SEED; fuzzing fuzz_json_schema for $SECONDS_TO_RUN s"
   exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
+fi
+
+if [ "$TARGET" = kv_state ]; then
+  MINFER_FUZZ_SEED_DIR="$SEED" "$BIN" -runs=0 >/dev/null 2>&1
+  [ -s "$SEED/valid.state" ] || { echo "fuzz.sh: fuzz_kv_state wrote no seed" >&2; exit 1; }
+  echo "fuzz.sh: 1 seed in $SEED; fuzzing fuzz_kv_state for $SECONDS_TO_RUN s"
+  exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=16384 -timeout=10 \
     -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
 fi
 

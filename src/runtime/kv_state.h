@@ -1,15 +1,14 @@
 // A context's saved state (what llama.cpp's session and slot files hold, in minfer's own format):
 // the tokens the KV cache holds and their rows of every layer's K and V, in the cache type's plain
 // row layout (cpu::kv_get_row), so a file loads whatever layout this CPU keeps keys in.
-//
-// File: "MINFERKV", u32 version (1), u32 cache type (ggml id), u64 model fingerprint, u32 layers,
-// i64 tokens, i32 token ids; per layer i64 k_width, v_width, heads, u64 K and V row bytes, then
-// K's rows head by head, V's likewise; u64 checksum of all before it. Little-endian.
+// The file's layout: kv_state_format.h.
 #pragma once
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "runtime/kv_state_format.h"
 
 namespace minfer::sched {
 class KvStore;
