@@ -287,14 +287,13 @@ int run_chat(int argc, char** argv) {
 
   auto loaded = cli::load_model(model_path, log, f.mmap);
   const auto& model = *loaded.model;
-  auto tmpl = cli::chat_template(model, f);
-  if (!tmpl) fail("{}: the model has no chat template (give one with --chat-template-file)", model_path);
+  const std::string tmpl = cli::chat_template_or_chatml(model, f, log);
   auto cp = cli::context_params(model, f);
   runtime::Context ctx(model, cp);
   const cli::Draft draft = cli::load_draft(f, model, cp, log);
   cli::lock_memory(f, model, draft.model.get(), log);
   runtime::Sampler sampler(f.sampler_params());
-  ChatSession chat(model, ctx, sampler, *tmpl, log, f, grammar_rules, draft.drafter.get());
+  ChatSession chat(model, ctx, sampler, tmpl, log, f, grammar_rules, draft.drafter.get());
   if (!session_path.empty() && std::filesystem::exists(session_path)) chat.load(session_path);
 
   const bool interactive = isatty(STDIN_FILENO);

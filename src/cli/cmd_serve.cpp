@@ -81,10 +81,8 @@ int run_serve(int argc, char** argv) {
   o.model_name = alias.empty() ? std::filesystem::path(model_path).filename().string() : alias;
   o.api_key = api_key;
   o.cors_origins = cors_origins;
-  if (!f.no_template) o.chat_template = cli::chat_template(model, f);
-  if (!o.chat_template)
-    log.warn("{}: /v1/chat/completions is off (no chat template{}); /v1/completions works",
-             model_path, f.no_template ? ": --no-template" : "; give one with --chat-template-file");
+  if (!f.no_template) o.chat_template = cli::chat_template_or_chatml(model, f, log);
+  else log.warn("{}: /v1/chat/completions is off (--no-template); /v1/completions works", model_path);
   o.ctx = cli::context_params(model, f);
   const cli::Draft draft = cli::load_draft(f, model, o.ctx, log);
   o.drafter = draft.drafter.get();

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat/builtin_templates.h"
 #include "cli/llama_flags.h"
 #include "cli/progress.h"
 #include "common/error.h"
@@ -135,12 +136,12 @@ void GenFlags::validate() {
     for (std::string& s : stop) s = process_escapes(s);
   if (!chat_template_text.empty() && !chat_template_file.empty())
     fail("--chat-template and --chat-template-file: give one of them");
-  // llama.cpp also takes the name of a template it has built in ("chatml", "llama3"); minfer
-  // renders Jinja only.
-  if (!chat_template_text.empty() && chat_template_text.find("{{") == std::string::npos &&
-      chat_template_text.find("{%") == std::string::npos)
-    fail("--chat-template {}: minfer takes the template's Jinja text here, not the name of one of "
-         "llama.cpp's built-in templates (or give a file with --chat-template-file)", chat_template_text);
+  // llama.cpp's Jinja mode knows one name, "chatml"; its other names (llama3, gemma, ...) belong
+  // to its older hard-coded formatter.
+  if (!chat_template_text.empty() && !chat::builtin_template(chat_template_text) &&
+      chat_template_text.find("{{") == std::string::npos && chat_template_text.find("{%") == std::string::npos)
+    fail("--chat-template {}: minfer takes the template's Jinja text here, or the name chatml (llama.cpp's "
+         "other built-in names are not templates here; give a file with --chat-template-file)", chat_template_text);
   if (!system_file.empty()) {
     if (!system.empty()) fail("--system and --system-prompt-file: give one of them");
     system = read_text_file(system_file, "system prompt");
@@ -318,9 +319,16 @@ std::string read_text_file(const std::string& path, const char* what) {
 }
 
 std::optional<std::string> chat_template(const runtime::Model& m, const GenFlags& f) {
+  if (auto builtin = chat::builtin_template(f.chat_template_text)) return builtin;
   if (!f.chat_template_text.empty()) return f.chat_template_text;
   if (!f.chat_template_file.empty()) return read_text_file(f.chat_template_file, "chat template");
   return m.tokenizer().chat_template();
+}
+
+std::string chat_template_or_chatml(const runtime::Model& m, const GenFlags& f, Log& log) {
+  if (auto t = chat_template(m, f)) return *t;
+  log.info("the model has no chat template: using ChatML, as llama.cpp does (--chat-template-file to give one)");
+  return chat::chatml_template();
 }
 
 void print_timings(Log& log, double load_ms, const runtime::GenerateResult& r) {

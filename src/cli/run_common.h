@@ -150,6 +150,9 @@ Draft load_draft(const GenFlags& f, const runtime::Model& target, const runtime:
 // The chat template to use: --chat-template's text, --chat-template-file, else the model's;
 // nullopt when none.
 std::optional<std::string> chat_template(const runtime::Model& m, const GenFlags& f);
+// The same, or for a model without one ChatML, with a notice, as llama.cpp's chat paths do (chat,
+// serve's chat endpoint; `run` answers such a model without a template, as llama-cli does).
+std::string chat_template_or_chatml(const runtime::Model& m, const GenFlags& f, Log& log);
 // load_ms < 0: no load line (later turns of a chat).
 void print_timings(Log& log, double load_ms, const runtime::GenerateResult& r);
 

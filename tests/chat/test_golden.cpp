@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "render.h"
+#include "chat/builtin_templates.h"
 #include "chat/template.h"
 #include "common/test_data.h"
 
@@ -78,3 +80,21 @@ TEST(ChatGolden, AllCasesRender) {
 }
 
 }  // namespace
+
+// The built-in ChatML (llama.cpp's --chat-template chatml, and its chat paths' template for a
+// model without one) renders llama.cpp's CHATML_TEMPLATE_SRC text: its test conversation.
+TEST(BuiltinTemplates, ChatmlAsLlamaCpp) {
+  const auto t = minfer::chat::builtin_template("chatml");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(minfer::chat::test::render(*t, R"({"messages": [
+      {"role": "system", "content": "You are a helpful assistant"}, {"role": "user", "content": "Hello"},
+      {"role": "assistant", "content": "Hi there"}, {"role": "user", "content": "How are you?"}],
+      "add_generation_prompt": true})"),
+            "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"
+            "<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nHow are you?<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  EXPECT_EQ(minfer::chat::test::render(*t, R"({"messages": [{"role": "user", "content": "Hi"}]})"),
+            "<|im_start|>user\nHi<|im_end|>\n");
+  EXPECT_FALSE(minfer::chat::builtin_template("llama3").has_value());
+  EXPECT_FALSE(minfer::chat::builtin_template("").has_value());
+}

@@ -391,10 +391,35 @@ TEST_F(Cli, ChatTemplateTextAndSystemFile) {
   ASSERT_TRUE(std::regex_search(by_file.err, a, std::regex("prompt: ([0-9]+) tokens \\(chat template applied\\)")));
   ASSERT_TRUE(std::regex_search(by_text.err, b, std::regex("prompt: ([0-9]+) tokens \\(chat template applied\\)")));
   EXPECT_EQ(a[1], b[1]);
-  expect_error(base + " --chat-template chatml", 1, {"--chat-template chatml", "Jinja text"});
+  // llama.cpp's one built-in name in its Jinja mode: the same ChatML text.
+  const Result by_name = run(base + " --chat-template chatml");
+  const Result by_jinja = run(base + " --chat-template " + q(kChatml));
+  ASSERT_EQ(by_name.code, 0) << by_name.err;
+  EXPECT_EQ(by_name.out, by_jinja.out);
+  ASSERT_TRUE(std::regex_search(by_name.err, a, std::regex("prompt: ([0-9]+) tokens \\(chat template applied\\)")));
+  ASSERT_TRUE(std::regex_search(by_jinja.err, b, std::regex("prompt: ([0-9]+) tokens \\(chat template applied\\)")));
+  EXPECT_EQ(a[1], b[1]);
+  expect_error(base + " --chat-template llama3", 1, {"--chat-template llama3", "Jinja text"});
   expect_error(base + " --chat-template " + q(kChatml) + " --chat-template-file x.jinja", 1, {"one of them"});
   expect_error(base + " --system hi -sysf " + q((dir_ / "system.txt").string()), 1, {"one of them"});
   expect_error(base + " -sysf " + q((dir_ / "none.txt").string()), 1, {"none.txt"});
+}
+
+// A model without a chat template chats in ChatML, as llama.cpp's chat paths do, and says so;
+// `run` answers it without a template (llama-cli's completion mode).
+TEST_F(Cli, ChatWithoutATemplateUsesChatml) {
+  MINFER_REQUIRE_SHARED();
+  const auto s = dir_ / "s.json";
+  Result r = run("chat " + stories() + " --temp 0 -n 4 --session " + q(s.string()), "Hi\n");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("no chat template: using ChatML"), std::string::npos) << r.err;
+  const json j = json::parse(slurp(s));
+  ASSERT_EQ(j["messages"].size(), 2u);
+  EXPECT_TRUE(j["text"].get<std::string>().starts_with("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")) << j["text"];
+  r = run(stories() + " Hi --temp 0 -n 4 --verbose");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("ChatML"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("chat template applied"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, ChatSessionRoundTrips) {
