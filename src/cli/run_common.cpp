@@ -56,6 +56,26 @@ void GenFlags::add_to(CLI::App& app) {
   app.add_option("--top-k", top_k, "top-k (0 = off)")->capture_default_str();
   app.add_option("--top-p", top_p, "top-p (1 = off)")->capture_default_str();
   app.add_option("--min-p", min_p, "min-p (0 = off)")->capture_default_str();
+  app.add_option("--typical", typical_p, "locally typical sampling, parameter p (1 = off)")->capture_default_str();
+  app.add_option("--top-n-sigma", top_n_sigma, "keep logits within n standard deviations of the best (<= 0 = off)")
+      ->capture_default_str();
+  app.add_option("--xtc-probability", xtc_probability, "XTC: how often the likeliest tokens are excluded (0 = off)")
+      ->capture_default_str();
+  app.add_option("--xtc-threshold", xtc_threshold, "XTC: the probability from which a token is excluded (> 0.5 = off)")
+      ->capture_default_str();
+  app.add_option("--dynatemp-range", dynatemp_range, "dynamic temperature: temp +- this by the entropy (0 = off)")
+      ->capture_default_str();
+  app.add_option("--dynatemp-exp", dynatemp_exponent, "dynamic temperature exponent")->capture_default_str();
+  app.add_option("--mirostat", mirostat, "mirostat sampling: 0 off, 1 Mirostat, 2 Mirostat 2.0 (top-k, top-p, ... unused)")
+      ->capture_default_str();
+  app.add_option("--mirostat-lr", mirostat_lr, "mirostat learning rate, eta")->capture_default_str();
+  app.add_option("--mirostat-ent", mirostat_ent, "mirostat target entropy, tau")->capture_default_str();
+  app.add_option("--min-keep", min_keep, "top-p, min-p, typical and XTC keep at least this many tokens (0 = 1)")
+      ->capture_default_str();
+  app.add_option("--samplers", samplers,
+                 "the samplers in order, separated by ';' (default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature)");
+  app.add_option("--sampling-seq,--sampler-seq", sampling_seq, "the samplers in order as letters (default edskypmxt)");
+  app.add_option("--dry-multiplier", dry_multiplier, "DRY sampling: not supported, only 0 (off)")->capture_default_str();
   app.add_option("--repeat-penalty", repeat_penalty, "repeat penalty (1 = off)")
       ->capture_default_str();
   app.add_option("--repeat-last-n", repeat_last_n, "tokens the penalties look back (0 = off, -1 = all)")
@@ -193,6 +213,20 @@ runtime::SamplerParams GenFlags::sampler_params() const {
   p.top_k = top_k;
   p.top_p = top_p;
   p.min_p = min_p;
+  p.typical_p = typical_p;
+  p.top_n_sigma = top_n_sigma;
+  p.xtc_probability = xtc_probability;
+  p.xtc_threshold = xtc_threshold;
+  p.dynatemp_range = dynatemp_range;
+  p.dynatemp_exponent = dynatemp_exponent;
+  p.mirostat = mirostat;
+  p.mirostat_eta = mirostat_lr;
+  p.mirostat_tau = mirostat_ent;
+  p.min_keep = min_keep;
+  p.dry_multiplier = dry_multiplier;
+  if (!samplers.empty() && !sampling_seq.empty()) fail("--samplers and --sampling-seq: give one of them");
+  if (!samplers.empty()) p.order = runtime::parse_sampler_names(samplers);
+  if (!sampling_seq.empty()) p.order = runtime::parse_sampler_letters(sampling_seq);
   p.repeat_penalty = repeat_penalty;
   p.repeat_last_n = repeat_last_n;
   p.frequency_penalty = frequency_penalty;

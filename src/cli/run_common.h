@@ -59,6 +59,15 @@ struct GenFlags {
   int32_t top_k = 40;
   float top_p = 0.95f;
   float min_p = 0.05f;
+  // llama.cpp's other samplers (runtime/sampler.h): --typical, --top-n-sigma, --xtc-*,
+  // --dynatemp-*, --mirostat*, --min-keep, --samplers / --sampling-seq, --dry-multiplier (0 only).
+  float typical_p = 1.0f, top_n_sigma = -1.0f, xtc_probability = 0.0f, xtc_threshold = 0.1f;
+  float dynatemp_range = 0.0f, dynatemp_exponent = 1.0f;
+  int mirostat = 0;
+  float mirostat_lr = 0.1f, mirostat_ent = 5.0f;
+  int32_t min_keep = 0;
+  std::string samplers, sampling_seq;
+  float dry_multiplier = 0.0f;
   float repeat_penalty = 1.0f;
   int32_t repeat_last_n = 64;
   float frequency_penalty = 0.0f;

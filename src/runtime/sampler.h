@@ -1,7 +1,8 @@
-// Token sampling with llama.cpp's default chain and semantics:
-//   logit bias -> penalties (repeat / frequency / presence over the last N tokens) -> top-k ->
-//   top-p -> min-p -> temperature -> seeded draw.   temp <= 0 means greedy (argmax, ties ->
-//   lowest id).
+// Token sampling with llama.cpp's chain and semantics: logit bias, then the stages in llama.cpp's
+// default order (--samplers): penalties (repeat / frequency / presence over the last N tokens) ->
+// top-n-sigma -> top-k -> typical -> top-p -> min-p -> XTC -> temperature (dynamic with a range)
+// -> seeded draw; or, with mirostat 1 or 2, bias -> temperature -> mirostat's own draw (no
+// penalties, as llama.cpp). temp <= 0 means greedy (argmax, ties -> lowest id).
 // Each stage is a free function over a candidate list so that tests can check it against
 // hand-computed distributions; Sampler strings them together and owns the RNG and history.
 #pragma once
@@ -19,6 +20,18 @@ struct LogitBias {
   float bias;  // added to the token's logit; -inf bans it
 };
 
+// A stage of the chain, llama.cpp's common_sampler_type (DRY is not implemented: a no-op stage
+// unless asked for, which is refused).
+enum class SamplerStage : uint8_t { Penalties, Dry, TopNSigma, TopK, TypicalP, TopP, MinP, Xtc, Temperature };
+const char* sampler_stage_name(SamplerStage s);  // llama.cpp's: "top_k", "typ_p", ...
+// llama.cpp's default order: penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature.
+std::vector<SamplerStage> default_sampler_order();
+// --samplers: names separated by ';' (llama.cpp's names and aliases: top_k/top-k, top_p/top-p/
+// nucleus, typ_p/typical_p/typical, min_p, top_n_sigma, xtc, temperature/temp, penalties, dry).
+std::vector<SamplerStage> parse_sampler_names(const std::string& names);
+// --sampling-seq: one letter a stage (e d s k y p m x t), as llama.cpp's.
+std::vector<SamplerStage> parse_sampler_letters(const std::string& letters);
+
 struct SamplerParams {
   float temp = 0.8f;              // <= 0: greedy
   int32_t top_k = 40;             // <= 0: off
@@ -28,6 +41,18 @@ struct SamplerParams {
   int32_t repeat_last_n = 64;     // 0: off, -1: the whole history
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
+  float typical_p = 1.0f;         // >= 1: off
+  float top_n_sigma = -1.0f;      // <= 0: off
+  float xtc_probability = 0.0f;   // <= 0: off
+  float xtc_threshold = 0.1f;     // > 0.5: off
+  float dynatemp_range = 0.0f;    // > 0: temperature in [temp - range, temp + range] by entropy
+  float dynatemp_exponent = 1.0f;
+  int mirostat = 0;               // 0: the chain; 1, 2: mirostat (v1 / v2) after the temperature
+  float mirostat_tau = 5.0f;      // target surprise
+  float mirostat_eta = 0.1f;      // learning rate
+  int32_t min_keep = 0;           // top-p, min-p, typical and XTC keep at least this many
+  float dry_multiplier = 0.0f;    // DRY: only 0 (off) is accepted
+  std::vector<SamplerStage> order = default_sampler_order();
   uint64_t seed = 0;              // used as given; random_seed() picks one
   std::vector<LogitBias> logit_bias;
 
@@ -60,7 +85,19 @@ void apply_top_k(std::vector<Candidate>& c, int32_t k);
 void apply_top_p(std::vector<Candidate>& c, float p, size_t min_keep = 1);
 // Keeps the tokens whose probability is at least p times the top one (p <= 0: no-op).
 void apply_min_p(std::vector<Candidate>& c, float p, size_t min_keep = 1);
+// temp <= 0: only the best candidate is left (greedy), else logits / temp.
 void apply_temperature(std::vector<Candidate>& c, float temp);
+// llama.cpp's temp_ext: with range > 0, the temperature min(0, t-r)..t+r by the normalized
+// entropy of the candidates raised to `exponent`; probabilities recomputed.
+void apply_dynamic_temperature(std::vector<Candidate>& c, float temp, float range, float exponent);
+// Locally typical sampling: the candidates whose surprise is closest to the entropy, in that
+// order, until their mass exceeds p (p >= 1: no-op).
+void apply_typical(std::vector<Candidate>& c, float p, size_t min_keep = 1);
+// Logits below max - n * (standard deviation of the finite logits) become -inf (n <= 0: no-op).
+void apply_top_n_sigma(std::vector<Candidate>& c, float n);
+// XTC: when u < probability, the candidates at least `threshold` probable leave, but the least
+// probable of them (a no-op when that would leave fewer than min_keep or only one is above it).
+void apply_xtc(std::vector<Candidate>& c, float probability, float threshold, size_t min_keep, double u);
 // Sorts (as top-k does) and keeps, in that order, the candidates `allowed` accepts and whose
 // logit is finite, at most k of them (k <= 0: all): top-k of what a grammar allows, checking no
 // more tokens than it takes.
@@ -82,6 +119,7 @@ class Sampler {
   int32_t sample(std::span<const float> logits, const std::function<bool(int32_t)>& allowed = {});
   // Adds a token (prompt or generated) to the penalty history.
   void accept(int32_t token);
+  float mirostat_mu() const { return mu_; }
   void reset_history() { history_.clear(); }
   const SamplerParams& params() const { return p_; }
 
@@ -89,11 +127,13 @@ class Sampler {
   // A uniform double in [0, 1) from 53 bits of the generator: the same on every platform
   // (std::uniform_real_distribution is implementation-defined).
   double uniform();
+  int32_t mirostat_draw(int32_t n_vocab);
 
   SamplerParams p_;
   std::mt19937 rng_;
   std::deque<int32_t> history_;
   std::vector<Candidate> cand_;
+  float mu_ = 0;  // mirostat's running maximum surprise, 2 tau at the start
 };
 
 }  // namespace minfer::runtime

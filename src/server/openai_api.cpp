@@ -388,6 +388,32 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) 
   r.frequency_penalty = number_field(j, "frequency_penalty");
   r.presence_penalty = number_field(j, "presence_penalty");
   if (const auto k = integer_field(j, "top_k", -kMaxInt, kMaxInt)) r.top_k = int32_t(*k);
+  r.typical_p = number_field(j, "typical_p");
+  r.top_n_sigma = number_field(j, "top_n_sigma");
+  r.xtc_probability = number_field(j, "xtc_probability");
+  r.xtc_threshold = number_field(j, "xtc_threshold");
+  r.dynatemp_range = number_field(j, "dynatemp_range");
+  r.dynatemp_exponent = number_field(j, "dynatemp_exponent");
+  r.mirostat_tau = number_field(j, "mirostat_tau");
+  r.mirostat_eta = number_field(j, "mirostat_eta");
+  r.dry_multiplier = number_field(j, "dry_multiplier");
+  if (const auto m = integer_field(j, "mirostat", 0, 2)) r.mirostat = int32_t(*m);
+  if (const auto m = integer_field(j, "min_keep", 0, kMaxInt)) r.min_keep = int32_t(*m);
+  if (present(j, "samplers")) {
+    const json& sv = j["samplers"];
+    if (sv.is_string()) {
+      r.samplers = runtime::parse_sampler_letters(sv.get<std::string>());
+    } else if (sv.is_array()) {
+      std::string names;
+      for (const json& x : sv) {
+        if (!x.is_string()) fail("'samplers' must be an array of sampler names or a string of letters");
+        names += x.get<std::string>() + ";";
+      }
+      r.samplers = runtime::parse_sampler_names(names);
+    } else {
+      fail("'samplers' must be an array of sampler names or a string of letters");
+    }
+  }
   if (const auto n = integer_field(j, "repeat_last_n", -1, kMaxInt)) r.repeat_last_n = int32_t(*n);
   if (const auto n = integer_field(j, "speculative.n_max", 0, 1024)) r.spec_n_max = int32_t(*n);
   if (const auto n = integer_field(j, "speculative.n_min", 0, 1024)) r.spec_n_min = int32_t(*n);
@@ -438,6 +464,18 @@ runtime::SamplerParams sampler_params(const CompletionRequest& r, runtime::Sampl
   if (r.repeat_last_n) p.repeat_last_n = *r.repeat_last_n;
   if (r.frequency_penalty) p.frequency_penalty = *r.frequency_penalty;
   if (r.presence_penalty) p.presence_penalty = *r.presence_penalty;
+  if (r.typical_p) p.typical_p = *r.typical_p;
+  if (r.top_n_sigma) p.top_n_sigma = *r.top_n_sigma;
+  if (r.xtc_probability) p.xtc_probability = *r.xtc_probability;
+  if (r.xtc_threshold) p.xtc_threshold = *r.xtc_threshold;
+  if (r.dynatemp_range) p.dynatemp_range = *r.dynatemp_range;
+  if (r.dynatemp_exponent) p.dynatemp_exponent = *r.dynatemp_exponent;
+  if (r.mirostat) p.mirostat = *r.mirostat;
+  if (r.mirostat_tau) p.mirostat_tau = *r.mirostat_tau;
+  if (r.mirostat_eta) p.mirostat_eta = *r.mirostat_eta;
+  if (r.min_keep) p.min_keep = *r.min_keep;
+  if (r.dry_multiplier) p.dry_multiplier = *r.dry_multiplier;
+  if (r.samplers) p.order = *r.samplers;
   p.seed = r.seed ? *r.seed : random_seed;
   p.logit_bias.insert(p.logit_bias.end(), r.logit_bias.begin(), r.logit_bias.end());
   p.validate();

@@ -71,6 +71,12 @@ struct CompletionRequest {
   std::optional<int64_t> max_tokens;   // -1: until end of generation or a full context
   std::optional<float> temperature, top_p, min_p, repeat_penalty, frequency_penalty,
       presence_penalty;
+  // llama-server's other samplers: typical_p, top_n_sigma, xtc_*, dynatemp_*, mirostat*, min_keep,
+  // samplers (names, or a string of letters), dry_multiplier (0 only).
+  std::optional<float> typical_p, top_n_sigma, xtc_probability, xtc_threshold, dynatemp_range,
+      dynatemp_exponent, mirostat_tau, mirostat_eta, dry_multiplier;
+  std::optional<int32_t> mirostat, min_keep;
+  std::optional<std::vector<runtime::SamplerStage>> samplers;
   std::optional<int32_t> top_k, repeat_last_n;
   std::optional<uint64_t> seed;  // absent (or -1 in the request): a random seed
   // llama-server's "speculative.n_max", "speculative.n_min", "speculative.p_min": the draft

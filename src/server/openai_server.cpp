@@ -42,6 +42,12 @@ bool valid_slot_filename(const std::string& s) {
   return tok::detail::sanitize_utf8(s) == s;
 }
 
+json sampler_names(const std::vector<runtime::SamplerStage>& order) {
+  json a = json::array();
+  for (runtime::SamplerStage s : order) a.push_back(runtime::sampler_stage_name(s));
+  return a;
+}
+
 void send_error(httplib::Response& res, int status, std::string_view msg) {
   res.status = status;
   res.set_content(dump(error_body(status, msg)), "application/json");
@@ -167,6 +173,18 @@ json OpenAiServer::generation_settings(const CompletionRequest& r) const {
               {"top_k", p.top_k},
               {"top_p", p.top_p},
               {"min_p", p.min_p},
+              {"typical_p", p.typical_p},
+              {"top_n_sigma", p.top_n_sigma},
+              {"xtc_probability", p.xtc_probability},
+              {"xtc_threshold", p.xtc_threshold},
+              {"dynatemp_range", p.dynatemp_range},
+              {"dynatemp_exponent", p.dynatemp_exponent},
+              {"mirostat", p.mirostat},
+              {"mirostat_tau", p.mirostat_tau},
+              {"mirostat_eta", p.mirostat_eta},
+              {"min_keep", p.min_keep},
+              {"dry_multiplier", p.dry_multiplier},
+              {"samplers", sampler_names(p.order)},
               {"repeat_last_n", p.repeat_last_n},
               {"repeat_penalty", p.repeat_penalty},
               {"presence_penalty", p.presence_penalty},

@@ -422,6 +422,35 @@ TEST_F(Cli, ChatWithoutATemplateUsesChatml) {
   EXPECT_EQ(r.err.find("chat template applied"), std::string::npos) << r.err;
 }
 
+// llama.cpp's other sampler flags: greedy through a reordered chain is still llama.cpp's greedy
+// text; a seed gives the same text with mirostat, typical, XTC, top-n-sigma and dynamic
+// temperature on; bad values and DRY are errors naming them.
+TEST_F(Cli, LlamaCppSamplerFlags) {
+  MINFER_REQUIRE_SHARED();
+  const json g = json::parse(slurp(minfer::test::shared_path("golden/models/stories260K.greedy64.json")));
+  const auto& c = g["cases"][0];
+  const std::string base = stories() + " " + q(c["prompt_text"]) + " -n 64 --kv-type f32";
+  Result r = run(base + " --temp 0 --samplers " + q("top_k;typical;temperature") + " --top-n-sigma 3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, c["greedy"]["text"].get<std::string>());
+  r = run(base + " --temp 0 --sampling-seq kmt");
+  EXPECT_EQ(r.out, c["greedy"]["text"].get<std::string>());
+  for (const char* flags : {" --mirostat 2 --mirostat-ent 4 --mirostat-lr 0.2", " --mirostat 1",
+                            " --typical 0.9 --xtc-probability 0.5 --xtc-threshold 0.15 --top-n-sigma 1.5 "
+                            "--dynatemp-range 0.4 --dynatemp-exp 2 --min-keep 2"}) {
+    const Result a = run(base + " -s 11" + flags), b = run(base + " -s 11" + flags);
+    ASSERT_EQ(a.code, 0) << flags << a.err;
+    EXPECT_EQ(a.out, b.out) << flags;
+    EXPECT_FALSE(a.out.empty());
+  }
+  expect_error(base + " --mirostat 3", 1, {"mirostat"});
+  expect_error(base + " --typical 2", 1, {"typical-p"});
+  expect_error(base + " --samplers " + q("top_k;bogus"), 1, {"bogus"});
+  expect_error(base + " --sampling-seq kz", 1, {"'z'"});
+  expect_error(base + " --dry-multiplier 0.8", 1, {"DRY"});
+  expect_error(base + " --dry-base 1.75", 2, {"DRY sampling is not supported"});
+}
+
 TEST_F(Cli, ChatSessionRoundTrips) {
   MINFER_REQUIRE_SHARED();
   spit(dir_ / "chatml.jinja", kChatml);

@@ -301,3 +301,174 @@ TEST(Sampler, AllowedGreedyIsTheBestAllowedAndNoneIsMinusOne) {
   Sampler t(p);
   for (int i = 0; i < 50; ++i) EXPECT_EQ(t.sample(logits, [](int32_t id) { return id == 2; }), 2);
 }
+
+// ---- llama.cpp's other samplers, against the cases of its test-sampling.cpp (probabilities in,
+// logits = ln p) and hand-computed values ----
+
+namespace {
+
+std::vector<Candidate> from_probs(const std::vector<float>& p) {
+  std::vector<float> logits;
+  for (float x : p) logits.push_back(std::log(x));
+  return make_candidates(logits);
+}
+
+// id -> probability after a final softmax (0 for the tokens left out or at -inf).
+std::map<int32_t, double> final_probs(std::vector<Candidate> c, size_t n) {
+  std::map<int32_t, double> out;
+  for (size_t i = 0; i < n; ++i) out[int32_t(i)] = 0;
+  softmax(c);
+  for (const auto& x : c) out[x.id] = x.p;
+  return out;
+}
+
+}  // namespace
+
+TEST(Sampler, TypicalKeepsTheTokensNearestTheEntropy) {
+  auto c = from_probs({0.97f, 0.01f, 0.01f, 0.01f});
+  apply_typical(c, 0.5f);
+  EXPECT_EQ(ids(c), (std::vector<int32_t>{0}));
+  EXPECT_NEAR(c[0].p, 0.97, 1e-5);
+  c = from_probs({0.4f, 0.2f, 0.2f, 0.2f});
+  apply_typical(c, 0.5f);
+  EXPECT_EQ(ids(c), (std::vector<int32_t>{1, 2, 3}));  // the 0.4 token is the atypical one
+  c = from_probs({0.4f, 0.2f, 0.2f, 0.2f});
+  apply_typical(c, 1.0f);
+  EXPECT_EQ(c.size(), 4u);
+}
+
+TEST(Sampler, TopNSigmaMasksBelowMaxMinusNStd) {
+  auto c = from_probs({0.1f, 0.2f, 0.3f, 0.4f});
+  apply_top_n_sigma(c, 1.0f);
+  auto p = final_probs(c, 4);
+  EXPECT_NEAR(p[0], 0.0, 1e-6);
+  EXPECT_NEAR(p[1], 0.0, 1e-6);
+  EXPECT_NEAR(p[2], 0.428571, 1e-5);
+  EXPECT_NEAR(p[3], 0.571429, 1e-5);
+  for (float n : {0.0f, 3.0f}) {  // 0: off; 3: nothing that far below
+    c = from_probs({0.1f, 0.2f, 0.3f, 0.4f});
+    apply_top_n_sigma(c, n);
+    p = final_probs(c, 4);
+    EXPECT_NEAR(p[0], 0.1, 1e-5) << n;
+    EXPECT_NEAR(p[3], 0.4, 1e-5) << n;
+  }
+}
+
+TEST(Sampler, XtcRemovesTheLikelyButTheLeastOfThem) {
+  const std::vector<float> probs{0.4f, 0.3f, 0.2f, 0.1f};
+  const std::pair<float, std::vector<int32_t>> cases[] = {
+      {0.09f, {3}}, {0.19f, {2, 3}}, {0.29f, {1, 2, 3}}, {0.39f, {0, 1, 2, 3}}};
+  for (const auto& [threshold, left] : cases) {
+    auto c = from_probs(probs);
+    apply_xtc(c, 0.99f, threshold, 1, 0.5);
+    EXPECT_EQ(ids(c), left) << threshold;
+  }
+  auto c = from_probs(probs);
+  apply_xtc(c, 0.5f, 0.09f, 1, 0.7);  // the draw says not this time
+  EXPECT_EQ(c.size(), 4u);
+  c = from_probs(probs);
+  apply_xtc(c, 0.99f, 0.09f, 2, 0.0);  // one left would be fewer than min_keep
+  EXPECT_EQ(c.size(), 4u);
+}
+
+TEST(Sampler, DynamicTemperatureFollowsTheEntropy) {
+  const std::vector<float> logits{2.0f, 1.0f, 0.5f, -1.0f};
+  auto c = make_candidates(logits);
+  apply_dynamic_temperature(c, 1.0f, 0.5f, 2.0f);
+  // By hand: entropy of softmax(logits) over ln 4, squared, maps [0.5, 1.5].
+  double z = 0, h = 0;
+  for (float l : logits) z += std::exp(double(l));
+  for (float l : logits) {
+    const double q = std::exp(double(l)) / z;
+    h -= q * std::log(q);
+  }
+  const double t = 0.5 + 1.0 * std::pow(h / std::log(4.0), 2.0);
+  double zt = 0;
+  for (float l : logits) zt += std::exp(double(l) / t);
+  for (const auto& x : c) EXPECT_NEAR(x.p, std::exp(double(logits[size_t(x.id)]) / t) / zt, 1e-6) << x.id;
+  // A range of 0 is the plain temperature; temperature 0 keeps the best.
+  c = make_candidates(logits);
+  apply_dynamic_temperature(c, 2.0f, 0.0f, 1.0f);
+  EXPECT_FLOAT_EQ(c[0].logit, 1.0f);
+  c = make_candidates(logits);
+  apply_temperature(c, 0.0f);
+  EXPECT_EQ(ids(c), (std::vector<int32_t>{0}));
+}
+
+TEST(Sampler, SamplerOrderNamesAndLetters) {
+  using S = SamplerStage;
+  EXPECT_EQ(parse_sampler_names("penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature"),
+            default_sampler_order());
+  EXPECT_EQ(parse_sampler_letters("edskypmxt"), default_sampler_order());
+  EXPECT_EQ(parse_sampler_names("temp;top-k;nucleus;typical"),
+            (std::vector<S>{S::Temperature, S::TopK, S::TopP, S::TypicalP}));
+  EXPECT_THROW(parse_sampler_names("top_k;mirostat"), minfer::Error);
+  EXPECT_THROW(parse_sampler_letters("kz"), minfer::Error);
+}
+
+TEST(Sampler, ChainStagesInTheirOrder) {
+  // Greedy after typical-p: the best of what typical keeps (ties -> lowest id), not the argmax.
+  SamplerParams p;
+  p.temp = 0;
+  p.typical_p = 0.5f;
+  Sampler s(p);
+  std::vector<float> logits{std::log(0.4f), std::log(0.2f), std::log(0.2f), std::log(0.2f)};
+  EXPECT_EQ(s.sample(logits), 1);
+  // Temperature first, then top-k 1: the argmax whatever the temperature.
+  p = SamplerParams{};
+  p.temp = 5.0f;
+  p.top_k = 1;
+  p.order = parse_sampler_names("temperature;top_k");
+  Sampler t(p);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(t.sample(logits), 0);
+  // DRY is not there: asking for it is an error, 0 is fine.
+  p = SamplerParams{};
+  p.dry_multiplier = 0.8f;
+  EXPECT_THROW(p.validate(), minfer::Error);
+  p.mirostat = 3;
+  p.dry_multiplier = 0;
+  EXPECT_THROW(p.validate(), minfer::Error);
+}
+
+// Mirostat 2: only the tokens of surprise <= mu are drawn (mu starts at 2 tau), and mu moves by
+// eta times the drawn token's surprise (after renormalizing) minus tau.
+TEST(Sampler, MirostatV2TruncatesBySurpriseAndLearns) {
+  SamplerParams p;
+  p.temp = 1.0f;
+  p.mirostat = 2;
+  p.mirostat_tau = 1.0f;
+  p.mirostat_eta = 0.1f;
+  const std::vector<float> logits{std::log(0.5f), std::log(0.25f), std::log(0.125f), std::log(0.125f)};
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    p.seed = seed;
+    Sampler s(p);
+    const int32_t id = s.sample(logits);
+    ASSERT_TRUE(id == 0 || id == 1) << id;  // -log2 p <= 2
+    const double surprise = -std::log2(id == 0 ? 2.0 / 3 : 1.0 / 3);
+    EXPECT_NEAR(s.mirostat_mu(), 2.0 - 0.1 * (surprise - 1.0), 1e-5);
+  }
+}
+
+// Mirostat 1 on a Zipf distribution (p_i ~ 1 / i^1.5): its estimate of the exponent is exact,
+// so k = ((s - 1) 2^mu / (1 - n^(1 - s)))^(1 / s) and the draw is among the first k.
+TEST(Sampler, MirostatV1DrawsFromItsTopK) {
+  const int n = 1000;
+  const double s_exp = 1.5;
+  std::vector<float> logits(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) logits[size_t(i)] = float(-s_exp * std::log(double(i + 1)));
+  SamplerParams p;
+  p.temp = 1.0f;
+  p.mirostat = 1;
+  p.mirostat_tau = 3.0f;
+  const double mu = 6.0;
+  const double k = std::pow((s_exp - 1) * std::pow(2.0, mu) / (1 - std::pow(double(n), 1 - s_exp)), 1 / s_exp);
+  std::set<int32_t> seen;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    p.seed = seed;
+    Sampler sm(p);
+    const int32_t id = sm.sample(logits);
+    EXPECT_LT(id, int32_t(k)) << "k " << k;
+    seen.insert(id);
+  }
+  EXPECT_GT(seen.size(), 3u);
+}

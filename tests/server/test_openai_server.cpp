@@ -474,6 +474,44 @@ TEST(OpenAiServer, SlotSaveRestoreErase) {
             std::string::npos);
 }
 
+// llama-server's other sampler fields reach the sampler (its settings echo them) and bad ones
+// are 400s naming them. Greedy with the chain reordered is still llama.cpp's greedy text.
+TEST(OpenAiServer, LlamaCppSamplerFields) {
+  MINFER_REQUIRE_SHARED();
+  auto r = start("stories260K.gguf");
+  httplib::Client cli("127.0.0.1", r->port);
+  const json golden = read_json("golden/models/stories260K.greedy64.json");
+  const json& c = golden["cases"][0];
+  json body = {{"prompt", c["prompt_text"]}, {"n_predict", 64}, {"temperature", 0}, {"ignore_eos", true},
+               {"samplers", {"top_k", "top_p", "temperature"}}, {"top_n_sigma", 2.0}, {"min_keep", 2}};
+  json res = post(cli, "/completion", body);
+  const std::string want = c["greedy"]["text"];
+  EXPECT_EQ(as_detokenized(res["content"], want), want);
+  EXPECT_EQ(res["generation_settings"]["samplers"], json({"top_k", "top_p", "temperature"}));
+  EXPECT_EQ(res["generation_settings"]["top_n_sigma"], 2.0);
+  EXPECT_EQ(res["generation_settings"]["min_keep"], 2);
+
+  body = {{"prompt", "Once upon a time"}, {"n_predict", 16}, {"temperature", 0.8}, {"seed", 7}, {"mirostat", 2},
+          {"mirostat_tau", 4.0}, {"mirostat_eta", 0.2}, {"typical_p", 0.9}, {"xtc_probability", 0.3},
+          {"xtc_threshold", 0.2}, {"dynatemp_range", 0.5}, {"dynatemp_exponent", 1.5}, {"samplers", "kpt"}};
+  res = post(cli, "/completion", body);
+  EXPECT_EQ(res["tokens_predicted"], 16);
+  const json& g = res["generation_settings"];
+  EXPECT_EQ(g["mirostat"], 2);
+  EXPECT_FLOAT_EQ(g["mirostat_tau"].get<float>(), 4.0f);
+  EXPECT_FLOAT_EQ(g["typical_p"].get<float>(), 0.9f);
+  EXPECT_FLOAT_EQ(g["xtc_probability"].get<float>(), 0.3f);
+  EXPECT_FLOAT_EQ(g["dynatemp_range"].get<float>(), 0.5f);
+  EXPECT_EQ(g["samplers"], json({"top_k", "top_p", "temperature"}));
+  EXPECT_EQ(post(cli, "/completion", body)["content"], res["content"]);  // the seed decides
+
+  auto error_of = [&](json b) { return post(cli, "/completion", b, 400)["error"]["message"].get<std::string>(); };
+  EXPECT_NE(error_of({{"prompt", "x"}, {"dry_multiplier", 0.8}}).find("DRY"), std::string::npos);
+  EXPECT_NE(error_of({{"prompt", "x"}, {"samplers", {"top_k", "bogus"}}}).find("bogus"), std::string::npos);
+  EXPECT_NE(error_of({{"prompt", "x"}, {"mirostat", 3}}).find("mirostat"), std::string::npos);
+  EXPECT_NE(error_of({{"prompt", "x"}, {"typical_p", 1.5}}).find("typical"), std::string::npos);
+}
+
 TEST(OpenAiServer, PropsAndApplyTemplate) {
   MINFER_REQUIRE_SHARED();
   server::ServeOptions o;
