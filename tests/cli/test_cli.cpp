@@ -722,7 +722,7 @@ TEST_F(Cli, BadInputIsOneLineAndTheRightExitCode) {
   expect_error("frobnicate", 2, {"unknown command"});
   expect_error("run -p hi", 2, {"no model"});
   expect_error("chat", 2, {"no model"});
-  expect_error("chat " + stories(), 1, {"chat template"});
+  expect_error("chat " + stories() + " --chat-template-file none.jinja", 1, {"none.jinja", "chat template"});
   expect_error(stories() + " hi -l 12x", 1, {"--logit-bias", "TOKEN_ID"});
   expect_error(stories() + " hi -l 5+up", 1, {"--logit-bias", "not a number"});
   expect_error(stories() + " hi -l 600+1", 1, {"logit bias", "600", "512"});
