@@ -285,7 +285,7 @@ int run_chat(int argc, char** argv) {
   cli::Log log;
   f.setup_log(log);
 
-  auto loaded = cli::load_model(model_path, log, f.mmap);
+  auto loaded = cli::load_model(model_path, log, f);
   const auto& model = *loaded.model;
   const std::string tmpl = cli::chat_template_or_chatml(model, f, log);
   auto cp = cli::context_params(model, f);

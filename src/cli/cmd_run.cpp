@@ -116,7 +116,7 @@ int run_run(int argc, char** argv) {
   // As llama.cpp (-e, on by default): "\n" in -p or a -f file is a newline. Piped text is taken as it is.
   if (f.escape && (have_prompt || !prompt_file.empty())) prompt = cli::process_escapes(prompt);
 
-  auto loaded = cli::load_model(model_path, log, f.mmap);
+  auto loaded = cli::load_model(model_path, log, f);
   const auto& model = *loaded.model;
   const auto& tok = model.tokenizer();
 

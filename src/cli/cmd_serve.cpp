@@ -71,7 +71,7 @@ int run_serve(int argc, char** argv) {
   f.setup_log(log);
 
   const sigset_t signals = cli::block_stop_signals();
-  auto loaded = cli::load_model(model_path, log, f.mmap);
+  auto loaded = cli::load_model(model_path, log, f);
   const auto& model = *loaded.model;
 
   server::ServeOptions o;

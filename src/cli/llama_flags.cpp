@@ -59,9 +59,10 @@ constexpr Refused kRefused[] = {
     {"--dry-allowed-length", "--dry-allowed-length", "DRY sampling is not supported"},
     {"--dry-penalty-last-n", "--dry-penalty-last-n", "DRY sampling is not supported"},
     {"--dry-sequence-breaker", "--dry-sequence-breaker", "DRY sampling is not supported"},
-    {"--rope-scaling", "--rope-scaling", "the GGUF's rope scaling is used"},
-    {"--rope-freq-base", "--rope-freq-base", "the GGUF's rope frequency base is used"},
-    {"--override-kv", "--override-kv", "not supported"},
+    {"--yarn-ext-factor", "--yarn-ext-factor", "YaRN's factors come from the GGUF (or --override-kv)"},
+    {"--yarn-attn-factor", "--yarn-attn-factor", "YaRN's factors come from the GGUF (or --override-kv ARCH.rope.scaling.attn_factor=float:F)"},
+    {"--yarn-beta-fast", "--yarn-beta-fast", "YaRN's factors come from the GGUF"},
+    {"--yarn-beta-slow", "--yarn-beta-slow", "YaRN's factors come from the GGUF"},
 };
 
 }  // namespace

@@ -124,6 +124,16 @@ void GenFlags::add_to(CLI::App& app) {
   app.add_option("--keep", keep, "tokens of the prompt a context shift keeps (-1: all; default 0)");
   app.add_flag("--mmap,!--no-mmap", mmap,
                "map the model file (default); --no-mmap reads it into memory whole at load");
+  app.add_option("--override-kv", override_kv,
+                 "KEY=TYPE:VALUE[,...] (TYPE int, float, bool, str): the model's metadata key takes this value "
+                 "(repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--rope-scaling", rope_scaling, "rope scaling: none, linear or yarn (default: the model's)")
+      ->check(CLI::IsMember({"none", "linear", "yarn"}));
+  app.add_option("--rope-scale", rope_scale, "rope context scaling factor: the context is stretched N times");
+  app.add_option("--rope-freq-base", rope_freq_base, "rope base frequency (default: the model's)");
+  app.add_option("--rope-freq-scale", rope_freq_scale, "rope frequency scaling factor: the context is stretched 1/N times");
+  app.add_option("--yarn-orig-ctx", yarn_orig_ctx, "YaRN: the model's original context (default: the model's)");
   app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
   app.add_flag("--no-template", no_template, "raw completion: do not apply the chat template");
   app.add_option("--system,--system-prompt", system, "-sys: system message (with a chat template)");
@@ -148,6 +158,7 @@ void GenFlags::validate() {
   if (ubatch_size < 1) fail("-ub {}: must be >= 1", ubatch_size);
   if (keep < -1) fail("--keep {}: must be -1 (the whole prompt) or >= 0", keep);
   hardware.check([](const std::string&) {});  // the values; setup_log gives the warnings
+  (void)kv_overrides();  // the --override-kv texts and rope values, before the model loads
   sampler_params().validate();
   draft.validate();
   if (ctx_size_draft < 0) fail("-cd {}: the context size must be >= 0", ctx_size_draft);
@@ -167,6 +178,30 @@ void GenFlags::validate() {
     system = read_text_file(system_file, "system prompt");
     if (system.ends_with('\n')) system.pop_back();
   }
+}
+
+std::vector<gguf::KV> GenFlags::kv_overrides() const {
+  std::vector<gguf::KV> out;
+  for (const std::string& list : override_kv) {
+    size_t at = 0;
+    while (at <= list.size()) {
+      const size_t end = std::min(list.find(',', at), list.size());
+      if (end > at) out.push_back(gguf::parse_kv_override(list.substr(at, end - at)));
+      at = end + 1;
+    }
+  }
+  // The rope flags are overrides of the keys llama.cpp's flags stand in for.
+  if (!rope_scaling.empty()) out.push_back({"{arch}.rope.scaling.type", gguf::Value::str(rope_scaling)});
+  if (rope_freq_base < 0) fail("--rope-freq-base {}: must be positive", rope_freq_base);
+  if (rope_freq_base > 0) out.push_back({"{arch}.rope.freq_base", gguf::Value::f64(rope_freq_base)});
+  if (rope_scale < 0 || rope_freq_scale < 0) fail("--rope-scale / --rope-freq-scale: must be positive");
+  if (rope_scale > 0 && rope_freq_scale > 0) fail("--rope-scale and --rope-freq-scale: give one of them");
+  if (rope_scale > 0) out.push_back({"{arch}.rope.scaling.factor", gguf::Value::f64(rope_scale)});
+  if (rope_freq_scale > 0) out.push_back({"{arch}.rope.scaling.factor", gguf::Value::f64(1.0 / rope_freq_scale)});
+  if (yarn_orig_ctx < 0) fail("--yarn-orig-ctx {}: must be positive", yarn_orig_ctx);
+  if (yarn_orig_ctx > 0)
+    out.push_back({"{arch}.rope.scaling.original_context_length", gguf::Value::i64(yarn_orig_ctx)});
+  return out;
 }
 
 void GenFlags::set_context_shift(runtime::GenerateOptions& go, int64_t prompt_tokens, bool add_bos) const {
@@ -254,7 +289,11 @@ GgmlType parse_kv_type(const std::string& s) {
 
 // ---- model ----
 
-Loaded load_model(const std::string& path, Log& log, bool use_mmap) {
+Loaded load_model(const std::string& path, Log& log, const GenFlags& f) {
+  return load_model(path, log, f.mmap, f.kv_overrides());
+}
+
+Loaded load_model(const std::string& path, Log& log, bool use_mmap, std::vector<gguf::KV> kv_overrides) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec)) fail("{}: no such file", path);
@@ -265,6 +304,7 @@ Loaded load_model(const std::string& path, Log& log, bool use_mmap) {
   runtime::LoadOptions lo;
   lo.verbose = log.verbose && !log.quiet;
   lo.use_mmap = use_mmap;
+  lo.kv_overrides = std::move(kv_overrides);
   lo.progress = [&](double f) { bar.update(f); };
   try {
     l.model = runtime::Model::load(path, lo);

@@ -87,6 +87,11 @@ struct GenFlags {
   bool escape = true;                            // llama.cpp's -e/--no-escape
   bool mlock = false;                            // llama.cpp's --mlock
   bool mmap = true;                              // llama.cpp's --mmap/--no-mmap
+  std::vector<std::string> override_kv;          // llama.cpp's --override-kv KEY=TYPE:VALUE[,...]
+  // llama.cpp's rope flags, as overrides of the GGUF's keys (0 / "": the file's).
+  std::string rope_scaling;
+  float rope_scale = 0, rope_freq_base = 0, rope_freq_scale = 0;
+  int64_t yarn_orig_ctx = 0;
   bool context_shift = false;                    // llama.cpp's --context-shift (off by default, as there)
   int64_t keep = 0;                              // llama.cpp's --keep: prompt tokens a shift keeps (-1: all)
   // Speculative decoding, llama.cpp's flags: -md, --draft-max, --draft-min, --draft-p-min, -cd.
@@ -114,6 +119,8 @@ struct GenFlags {
   void validate();
   GgmlType kv_cache_type() const;  // --kv-type, or -ctk/-ctv where given
   int64_t n_batch() const { return std::min(batch_size, ubatch_size); }
+  // --override-kv and the rope flags as the model's metadata overrides (runtime::LoadOptions).
+  std::vector<gguf::KV> kv_overrides() const;
   // The context shift of GenerateOptions for a prompt of `prompt_tokens` tokens at the start of
   // the cache, as llama-cli counts --keep: -1 (or more than the prompt) keeps the whole prompt,
   // otherwise N tokens after the BOS the vocabulary adds.
@@ -139,7 +146,10 @@ struct Draft {
 
 // Checks the path first (missing file, directory) so that the message is about the file.
 // use_mmap false: llama.cpp's --no-mmap, the file read into memory whole (the verbose log says so).
-Loaded load_model(const std::string& path, Log& log, bool use_mmap = true);
+Loaded load_model(const std::string& path, Log& log, bool use_mmap = true,
+                  std::vector<gguf::KV> kv_overrides = {});
+// The same with the flags' --no-mmap and metadata overrides.
+Loaded load_model(const std::string& path, Log& log, const GenFlags& f);
 
 // The context size to use: the flag when given (Error beyond 1M tokens), else the trained
 // context capped at 4096 and at what a quarter of the memory this process may use (RAM, or

@@ -1,5 +1,7 @@
 // File: opening (mmap or memory), lookup and the typed metadata getters.
+#include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "common/error.h"
 #include "gguf/file_impl.h"
@@ -62,6 +64,71 @@ int File::lock_kept() const {
   for (const auto& m : impl_->maps)
     if (const int e = m->lock_kept()) return e;
   return 0;
+}
+
+namespace {
+// The kind of value a getter reads: integer, float, bool, string, array (others by type).
+int value_kind(const Value& v) {
+  if (v.type == ValueType::BOOL) return 2;
+  if (v.is_integer()) return 0;
+  if (v.type == ValueType::F32 || v.type == ValueType::F64) return 1;
+  if (v.type == ValueType::STRING) return 3;
+  return 4;
+}
+}  // namespace
+
+void File::override_kv(const KV& kv) {
+  auto it = impl_->kv_index.find(kv.key);
+  if (it == impl_->kv_index.end()) {
+    impl_->kv.push_back(kv);
+  } else {
+    Value& old = impl_->kv[it->second].value;
+    if (value_kind(old) != value_kind(kv.value))
+      fail("--override-kv {}: the model's value is of type {}, the override of type {}", kv.key,
+           value_type_name(old.type), value_type_name(kv.value.type));
+    old = kv.value;
+  }
+  impl_->build_indexes();
+}
+
+KV parse_kv_override(const std::string& text) {
+  const size_t eq = text.find('=');
+  const size_t colon = eq == std::string::npos ? eq : text.find(':', eq);
+  if (eq == std::string::npos || eq == 0 || colon == std::string::npos)
+    fail("--override-kv {}: expected KEY=TYPE:VALUE (TYPE int, float, bool or str)", text);
+  const std::string key = text.substr(0, eq), type = text.substr(eq + 1, colon - eq - 1), value = text.substr(colon + 1);
+  auto bad = [&] { fail("--override-kv {}: '{}' is not a value of type {}", text, value, type); };
+  if (type == "int") {
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      bad();
+    }
+    if (used != value.size()) bad();
+    return {key, Value::i64(v)};
+  }
+  if (type == "float") {
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(value, &used);
+    } catch (const std::exception&) {
+      bad();
+    }
+    if (used != value.size() || !std::isfinite(v)) bad();
+    return {key, Value::f64(v)};
+  }
+  if (type == "bool") {
+    if (value != "true" && value != "false") bad();
+    return {key, Value::boolean(value == "true")};
+  }
+  if (type == "str") {
+    if (value.size() > 127) fail("--override-kv {}: a string override holds at most 127 bytes", key);
+    return {key, Value::str(value)};
+  }
+  fail("--override-kv {}: unknown type '{}' (int, float, bool or str)", text, type);
 }
 
 void File::release(const uint8_t* p, size_t n) const {

@@ -123,12 +123,21 @@ class File {
   // mlock() of the mapped parts not released (llama.cpp's --mlock); 0 or the first errno.
   int lock_kept() const;
 
+  // llama.cpp's --override-kv: the key takes this value (added when absent), for everything that
+  // reads the metadata afterwards. Error when the key exists with another kind of value (an
+  // integer for a string, ...).
+  void override_kv(const KV& kv);
+
   struct Impl;
 
  private:
   explicit File(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// llama.cpp's --override-kv text, KEY=TYPE:VALUE with TYPE int (i64), float (f64), bool
+// (true/false) or str (at most 127 bytes): Error naming the text when it is not one.
+KV parse_kv_override(const std::string& text);
 
 // Writes GGUF v3. Keys and tensors are written in insertion order; tensor data is produced
 // by a callback at write time so that multi-GB models never sit in memory. The file is

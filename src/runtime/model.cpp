@@ -128,6 +128,10 @@ Model::~Model() = default;
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
   std::unique_ptr<Model> m(new Model());
   m->file_ = gguf::File::open(path, opts.use_mmap);
+  for (gguf::KV kv : opts.kv_overrides) {
+    if (kv.key.starts_with("{arch}.")) kv.key = m->file_->architecture() + kv.key.substr(6);
+    m->file_->override_kv(kv);
+  }
   if (opts.progress) opts.progress(0.3);
   m->tensors_ = models::TensorTable::from_gguf(*m->file_);
   m->hp_ = models::hparams_from_gguf(*m->file_, m->tensors_);

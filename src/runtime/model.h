@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/repack.h"
+#include "gguf/gguf.h"
 #include "models/hparams.h"
 #include "models/tensors.h"
 #include "sched/backend.h"
@@ -26,6 +27,10 @@ struct LoadOptions {
   bool verbose = false;                    // a summary line (and one per staged tensor) on stderr
   bool repack = true;                      // stage the matmul weights at load (ModelWeights)
   bool use_mmap = true;                    // false: the file is read into memory (--no-mmap)
+  // llama.cpp's --override-kv (gguf::parse_kv_override), applied before anything reads the
+  // metadata; keys starting with "{arch}." name the model's architecture prefix (the CLI's rope
+  // flags: "{arch}.rope.freq_base").
+  std::vector<gguf::KV> kv_overrides;
   double memory_bytes = -1;                // memory the staged copy must fit in; < 0: the machine's
   std::function<void(double)> progress;   // 0..1
 };

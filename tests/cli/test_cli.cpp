@@ -451,6 +451,36 @@ TEST_F(Cli, LlamaCppSamplerFlags) {
   expect_error(base + " --dry-base 1.75", 2, {"DRY sampling is not supported"});
 }
 
+// llama.cpp's --override-kv and rope flags: the model reads the given values (no BOS: one prompt
+// token fewer; a rope base given by flag or by key gives the same text, another than the file's);
+// malformed or mistyped overrides are errors naming them.
+TEST_F(Cli, MetadataOverridesAndRopeFlags) {
+  MINFER_REQUIRE_SHARED();
+  const std::string base = stories() + " " + q("Once upon a time") + " -n 16 --temp 0 --kv-type f32 --verbose";
+  auto n_prompt = [](const Result& x) {
+    std::smatch m;
+    return std::regex_search(x.err, m, std::regex("prompt: ([0-9]+) tokens")) ? std::stoi(m[1]) : -1;
+  };
+  const Result plain = run(base);
+  const Result no_bos = run(base + " --override-kv tokenizer.ggml.add_bos_token=bool:false");
+  ASSERT_EQ(no_bos.code, 0) << no_bos.err;
+  EXPECT_EQ(n_prompt(no_bos), n_prompt(plain) - 1);
+  const Result by_flag = run(base + " --rope-freq-base 100");
+  const Result by_key = run(base + " --override-kv llama.rope.freq_base=float:100,llama.context_length=int:4096");
+  ASSERT_EQ(by_flag.code, 0) << by_flag.err;
+  ASSERT_EQ(by_key.code, 0) << by_key.err;
+  EXPECT_EQ(by_flag.out, by_key.out);
+  EXPECT_NE(by_flag.out, plain.out);
+  const Result scaled = run(base + " --rope-scale 2");
+  const Result freq_scaled = run(base + " --rope-freq-scale 0.5 --rope-scaling linear");
+  EXPECT_EQ(scaled.out, freq_scaled.out);
+  EXPECT_NE(scaled.out, plain.out);
+  expect_error(stories() + " x --override-kv llama.context_length=str:long", 1, {"llama.context_length", "type"});
+  expect_error(stories() + " x --override-kv foo", 1, {"KEY=TYPE:VALUE"});
+  expect_error(stories() + " x --rope-scale 2 --rope-freq-scale 0.5", 1, {"one of them"});
+  expect_error(stories() + " x --yarn-beta-fast 4", 2, {"YaRN"});
+}
+
 TEST_F(Cli, ChatSessionRoundTrips) {
   MINFER_REQUIRE_SHARED();
   spit(dir_ / "chatml.jinja", kChatml);

@@ -263,3 +263,28 @@ TEST(GgufOpen, LockKeptLocksAllButTheReleasedPages) {
   EXPECT_LE(locked, file_kib - released_kib + 2 * page_kib);
   ::munlockall();
 }
+
+// llama.cpp's --override-kv: the text's forms, and a key that takes the value for every reader
+// after it (added when absent); another kind of value for an existing key is an error.
+TEST(GgufOpen, KvOverrides) {
+  MINFER_REQUIRE_SHARED();
+  const KV i = parse_kv_override("llama.context_length=int:4096");
+  EXPECT_EQ(i.key, "llama.context_length");
+  EXPECT_EQ(i.value, Value::i64(4096));
+  EXPECT_EQ(parse_kv_override("a.b=float:0.5").value, Value::f64(0.5));
+  EXPECT_EQ(parse_kv_override("a.b=bool:false").value, Value::boolean(false));
+  EXPECT_EQ(parse_kv_override("a.b=str:x=y:z").value, Value::str("x=y:z"));
+  for (const char* bad : {"a.b", "=int:1", "a.b=int", "a.b=int:1x", "a.b=float:nan", "a.b=bool:yes",
+                          "a.b=i64:1", "a.b=int:"})
+    EXPECT_THROW(parse_kv_override(bad), Error) << bad;
+  EXPECT_THROW(parse_kv_override("a.b=str:" + std::string(128, 'x')), Error);
+
+  auto f = File::open(minfer::test::shared_path("models/stories260K.gguf"));
+  const uint64_t before = *f->get_uint("llama.context_length");
+  f->override_kv(parse_kv_override("llama.context_length=int:" + std::to_string(before * 2)));
+  EXPECT_EQ(*f->get_uint("llama.context_length"), before * 2);
+  f->override_kv(parse_kv_override("minfer.test=str:hello"));
+  EXPECT_EQ(*f->get_string("minfer.test"), "hello");
+  EXPECT_THROW(f->override_kv(parse_kv_override("llama.context_length=str:long")), Error);
+  EXPECT_THROW(f->override_kv(parse_kv_override("general.architecture=int:1")), Error);
+}

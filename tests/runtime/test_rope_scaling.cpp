@@ -68,3 +68,20 @@ TEST(RopeScaling, NoneIgnoresTheFactorAndUnknownTypesAreRefused) {
 }
 
 }  // namespace
+
+// The same YaRN setting given as load-time overrides (the CLI's --rope-scaling yarn --rope-scale 4
+// --yarn-orig-ctx 10240, or --override-kv) on the unmodified file: llama.cpp's numbers again.
+TEST(RopeScaling, OverridesAtLoadAreTheKeys) {
+  MINFER_REQUIRE_SHARED();
+  runtime::LoadOptions lo;
+  lo.kv_overrides = {{"{arch}.rope.scaling.type", gguf::Value::str("yarn")},
+                     {"{arch}.rope.scaling.factor", gguf::Value::f64(4.0)},
+                     {"{arch}.rope.scaling.original_context_length", gguf::Value::i64(10240)}};
+  auto m = runtime::Model::load(test::shared_path("models/tiny-qwen3-q4_0.gguf"), lo);
+  EXPECT_EQ(m->hparams().rope_freq_scale, 0.25f);
+  test::expect_oracle_logprobs(*m, {{4, {{58761, -3.707920}, {102630, -4.071634}, {49663, -4.251851}}},
+             {11, {{97101, -3.881077}, {11389, -3.948049}, {109395, -4.502245}}},
+             {19, {{13532, -3.986011}, {146859, -4.121315}, {28578, -4.281716}}}});
+  lo.kv_overrides = {{"{arch}.rope.scaling.type", gguf::Value::str("sideways")}};
+  EXPECT_THROW(runtime::Model::load(test::shared_path("models/tiny-qwen3-q4_0.gguf"), lo), Error);
+}
