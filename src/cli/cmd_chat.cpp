@@ -292,7 +292,7 @@ int run_chat(int argc, char** argv) {
   runtime::Context ctx(model, cp);
   const cli::Draft draft = cli::load_draft(f, model, cp, log);
   cli::lock_memory(f, model, draft.model.get(), log);
-  runtime::Sampler sampler(f.sampler_params());
+  runtime::Sampler sampler(f.sampler_params(&model.tokenizer()));
   ChatSession chat(model, ctx, sampler, tmpl, log, f, grammar_rules, draft.drafter.get());
   if (!session_path.empty() && std::filesystem::exists(session_path)) chat.load(session_path);
 

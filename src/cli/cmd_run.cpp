@@ -154,7 +154,7 @@ int run_run(int argc, char** argv) {
     return 0;
   }
 
-  runtime::Sampler sampler(f.sampler_params());
+  runtime::Sampler sampler(f.sampler_params(&tok));
   log.detail("sampling: seed {}, temp {}, top-k {}, top-p {}, min-p {}, repeat {} over {}",
              sampler.params().seed, f.temp, f.top_k, f.top_p, f.min_p, f.repeat_penalty,
              f.repeat_last_n);

@@ -86,7 +86,7 @@ int run_serve(int argc, char** argv) {
   o.ctx = cli::context_params(model, f);
   const cli::Draft draft = cli::load_draft(f, model, o.ctx, log);
   o.drafter = draft.drafter.get();
-  o.sampling = f.sampler_params();
+  o.sampling = f.sampler_params(&model.tokenizer());
   o.seed = f.seed;
   o.n_predict = f.n_predict;
   o.n_batch = f.n_batch();

@@ -18,6 +18,7 @@
 #include "grammar/json_schema.h"
 #include "runtime/cpu_count.h"
 #include "runtime/memory_limit.h"
+#include "runtime/sampler_dry.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::cli {
@@ -75,7 +76,15 @@ void GenFlags::add_to(CLI::App& app) {
   app.add_option("--samplers", samplers,
                  "the samplers in order, separated by ';' (default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature)");
   app.add_option("--sampling-seq,--sampler-seq", sampling_seq, "the samplers in order as letters (default edskypmxt)");
-  app.add_option("--dry-multiplier", dry_multiplier, "DRY sampling: not supported, only 0 (off)")->capture_default_str();
+  app.add_option("--dry-multiplier", dry_multiplier, "DRY: penalty multiplier for extending a repeat (0 = off)")
+      ->capture_default_str();
+  app.add_option("--dry-base", dry_base, "DRY: the penalty grows as base^(repeat length - allowed length)")
+      ->capture_default_str();
+  app.add_option("--dry-allowed-length", dry_allowed_length, "DRY: repeats this long go unpenalized")->capture_default_str();
+  app.add_option("--dry-penalty-last-n", dry_penalty_last_n, "DRY: tokens looked back over (-1 = all)")->capture_default_str();
+  app.add_option("--dry-sequence-breaker", dry_sequence_breakers,
+                 "DRY: a text that ends repeats (repeatable; replaces the defaults \\n : \" *; 'none': no breakers)")
+      ->allow_extra_args(false);
   app.add_option("--repeat-penalty", repeat_penalty, "repeat penalty (1 = off)")
       ->capture_default_str();
   app.add_option("--repeat-last-n", repeat_last_n, "tokens the penalties look back (0 = off, -1 = all)")
@@ -242,7 +251,7 @@ static runtime::LogitBias parse_logit_bias(const std::string& s) {
   return {int32_t(std::stol(s.substr(0, n))), bias};
 }
 
-runtime::SamplerParams GenFlags::sampler_params() const {
+runtime::SamplerParams GenFlags::sampler_params(const tok::Tokenizer* tok) const {
   runtime::SamplerParams p;
   p.temp = temp;
   p.top_k = top_k;
@@ -259,6 +268,16 @@ runtime::SamplerParams GenFlags::sampler_params() const {
   p.mirostat_tau = mirostat_ent;
   p.min_keep = min_keep;
   p.dry_multiplier = dry_multiplier;
+  p.dry_base = dry_base;
+  p.dry_allowed_length = dry_allowed_length;
+  p.dry_penalty_last_n = dry_penalty_last_n;
+  if (tok && (dry_multiplier > 0 || !dry_sequence_breakers.empty())) {
+    std::vector<std::string> breakers = dry_sequence_breakers.empty() ? runtime::default_dry_breakers() : dry_sequence_breakers;
+    if (breakers.size() == 1 && breakers[0] == "none") breakers.clear();
+    if (escape)
+      for (std::string& b : breakers) b = process_escapes(b);
+    p.dry_breakers = std::make_shared<const runtime::DryBreakers>(runtime::make_dry_breakers(*tok, breakers));
+  }
   if (!samplers.empty() && !sampling_seq.empty()) fail("--samplers and --sampling-seq: give one of them");
   if (!samplers.empty()) p.order = runtime::parse_sampler_names(samplers);
   if (!sampling_seq.empty()) p.order = runtime::parse_sampler_letters(sampling_seq);

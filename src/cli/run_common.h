@@ -67,7 +67,9 @@ struct GenFlags {
   float mirostat_lr = 0.1f, mirostat_ent = 5.0f;
   int32_t min_keep = 0;
   std::string samplers, sampling_seq;
-  float dry_multiplier = 0.0f;
+  float dry_multiplier = 0.0f, dry_base = 1.75f;
+  int32_t dry_allowed_length = 2, dry_penalty_last_n = -1;
+  std::vector<std::string> dry_sequence_breakers;  // empty: llama.cpp's defaults; "none": no breakers
   float repeat_penalty = 1.0f;
   int32_t repeat_last_n = 64;
   float frequency_penalty = 0.0f;
@@ -113,7 +115,8 @@ struct GenFlags {
   // nothing here (-ngl N, -fa off).
   void setup_log(Log& log) const;
   // Range checks (Error, exit 1) and the derived sampler parameters.
-  runtime::SamplerParams sampler_params() const;
+  // With a tokenizer, DRY's sequence breakers are made for it (when DRY is on).
+  runtime::SamplerParams sampler_params(const tok::Tokenizer* tok = nullptr) const;
   // Range checks; then, as llama.cpp parses its flags, the escapes of the --stop strings processed
   // (unless --no-escape).
   void validate();

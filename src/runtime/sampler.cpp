@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "runtime/sampler_dry.h"
 
 namespace minfer::runtime {
 
@@ -35,8 +36,10 @@ void SamplerParams::validate() const {
   if (!(mirostat_tau >= 0 && mirostat_tau <= 1000)) bad("mirostat-ent", mirostat_tau, "must be in [0, 1000]");
   if (!(mirostat_eta >= 0 && mirostat_eta <= 10)) bad("mirostat-lr", mirostat_eta, "must be in [0, 10]");
   if (min_keep < 0) bad("min-keep", min_keep, "must be >= 0");
-  if (dry_multiplier != 0.0f)
-    fail("DRY sampling (dry-multiplier {}) is not supported by minfer: leave it at 0", dry_multiplier);
+  if (!(dry_multiplier >= 0 && dry_multiplier <= 1000)) bad("dry-multiplier", dry_multiplier, "must be in [0, 1000]");
+  if (!(dry_base >= 0 && dry_base <= 1000)) bad("dry-base", dry_base, "must be in [0, 1000] (< 1: DRY off)");
+  if (dry_allowed_length < 0) bad("dry-allowed-length", dry_allowed_length, "must be >= 0");
+  if (dry_penalty_last_n < -1) bad("dry-penalty-last-n", dry_penalty_last_n, "must be >= -1");
   for (const LogitBias& b : logit_bias) {
     if (b.id < 0) fail("logit bias for token {}: token ids are >= 0", b.id);
     if (std::isnan(b.bias) || b.bias == INFINITY)
@@ -330,6 +333,11 @@ double Sampler::uniform() {
 }
 
 void Sampler::accept(int32_t token) {
+  if (p_.dry_multiplier > 0) {
+    dry_history_.push_back(token);
+    const size_t cap = p_.dry_penalty_last_n < 0 ? size_t(1) << 20 : size_t(p_.dry_penalty_last_n);
+    while (dry_history_.size() > cap) dry_history_.pop_front();
+  }
   if (p_.repeat_last_n == 0) return;
   history_.push_back(token);
   const size_t cap = p_.repeat_last_n < 0 ? size_t(1) << 20 : size_t(p_.repeat_last_n);
@@ -374,7 +382,8 @@ int32_t Sampler::sample(std::span<const float> logits, const std::function<bool(
   // without the temperature stage draws from what is left.
   const bool greedy = p_.temp <= 0 && has(S::Temperature) &&
                       ((p_.typical_p >= 1.0f && p_.xtc_probability <= 0.0f) || p_.mirostat != 0);
-  if (greedy && !penalize && p_.logit_bias.empty() && !allowed) return argmax(logits);
+  const bool dry_on = p_.dry_multiplier > 0 && p_.mirostat == 0 && has(S::Dry) && !dry_history_.empty();
+  if (greedy && !penalize && !dry_on && p_.logit_bias.empty() && !allowed) return argmax(logits);
 
   cand_ = make_candidates(logits);
   apply_logit_bias(cand_, p_.logit_bias);
@@ -389,12 +398,21 @@ int32_t Sampler::sample(std::span<const float> logits, const std::function<bool(
   // Stages acting on each token alone (penalties; DRY, off) at the head of the chain run first,
   // on the whole vocabulary in id order; a grammar's filter commutes with them, and when top-k
   // comes next it only needs that many of the allowed tokens.
+  const DryBreakers no_breakers;
+  auto dry = [&] {
+    if (p_.dry_multiplier <= 0 || dry_history_.empty()) return;
+    const std::vector<int32_t> window(dry_history_.begin(), dry_history_.end());
+    apply_dry(cand_, window, p_.dry_multiplier, p_.dry_base, p_.dry_allowed_length,
+              p_.dry_breakers ? *p_.dry_breakers : no_breakers);
+  };
   size_t next = 0;
-  for (; next < p_.order.size() && (p_.order[next] == S::Penalties || p_.order[next] == S::Dry); ++next)
+  for (; next < p_.order.size() && (p_.order[next] == S::Penalties || p_.order[next] == S::Dry); ++next) {
+    if (p_.order[next] == S::Dry) dry();
     if (p_.order[next] == S::Penalties && penalize) {
       std::vector<int32_t> recent(history_.begin(), history_.end());
       apply_penalties(cand_, recent, p_.repeat_penalty, p_.frequency_penalty, p_.presence_penalty);
     }
+  }
   if (allowed) {
     const bool top_k_next = next < p_.order.size() && p_.order[next] == S::TopK;
     apply_allowed(cand_, allowed, greedy ? 1 : top_k_next ? p_.top_k : 0);
@@ -409,7 +427,7 @@ int32_t Sampler::sample(std::span<const float> logits, const std::function<bool(
           apply_penalties(cand_, recent, p_.repeat_penalty, p_.frequency_penalty, p_.presence_penalty);
         }
         break;
-      case S::Dry: break;  // dry_multiplier 0 (validate refuses others)
+      case S::Dry: dry(); break;
       case S::TopNSigma: apply_top_n_sigma(cand_, p_.top_n_sigma); break;
       case S::TopK: apply_top_k(cand_, p_.top_k); break;
       case S::TypicalP: apply_typical(cand_, p_.typical_p, min_keep); break;

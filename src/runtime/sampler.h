@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <random>
 #include <span>
 #include <vector>
@@ -20,8 +21,9 @@ struct LogitBias {
   float bias;  // added to the token's logit; -inf bans it
 };
 
-// A stage of the chain, llama.cpp's common_sampler_type (DRY is not implemented: a no-op stage
-// unless asked for, which is refused).
+struct DryBreakers;  // sampler_dry.h
+
+// A stage of the chain, llama.cpp's common_sampler_type.
 enum class SamplerStage : uint8_t { Penalties, Dry, TopNSigma, TopK, TypicalP, TopP, MinP, Xtc, Temperature };
 const char* sampler_stage_name(SamplerStage s);  // llama.cpp's: "top_k", "typ_p", ...
 // llama.cpp's default order: penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature.
@@ -51,7 +53,13 @@ struct SamplerParams {
   float mirostat_tau = 5.0f;      // target surprise
   float mirostat_eta = 0.1f;      // learning rate
   int32_t min_keep = 0;           // top-p, min-p, typical and XTC keep at least this many
-  float dry_multiplier = 0.0f;    // DRY: only 0 (off) is accepted
+  // DRY (sampler_dry.h): off at multiplier 0; the window is the last dry_penalty_last_n accepted
+  // tokens (-1: all); the breakers come from the tokenizer (make_dry_breakers), none when null.
+  float dry_multiplier = 0.0f;
+  float dry_base = 1.75f;
+  int32_t dry_allowed_length = 2;
+  int32_t dry_penalty_last_n = -1;
+  std::shared_ptr<const DryBreakers> dry_breakers;
   std::vector<SamplerStage> order = default_sampler_order();
   uint64_t seed = 0;              // used as given; random_seed() picks one
   std::vector<LogitBias> logit_bias;
@@ -120,7 +128,10 @@ class Sampler {
   // Adds a token (prompt or generated) to the penalty history.
   void accept(int32_t token);
   float mirostat_mu() const { return mu_; }
-  void reset_history() { history_.clear(); }
+  void reset_history() {
+    history_.clear();
+    dry_history_.clear();
+  }
   const SamplerParams& params() const { return p_; }
 
  private:
@@ -132,6 +143,7 @@ class Sampler {
   SamplerParams p_;
   std::mt19937 rng_;
   std::deque<int32_t> history_;
+  std::deque<int32_t> dry_history_;  // DRY's window (only with a multiplier)
   std::vector<Candidate> cand_;
   float mu_ = 0;  // mirostat's running maximum surprise, 2 tau at the start
 };

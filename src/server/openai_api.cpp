@@ -397,6 +397,20 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) 
   r.mirostat_tau = number_field(j, "mirostat_tau");
   r.mirostat_eta = number_field(j, "mirostat_eta");
   r.dry_multiplier = number_field(j, "dry_multiplier");
+  r.dry_base = number_field(j, "dry_base");
+  if (const auto n = integer_field(j, "dry_allowed_length", 0, kMaxInt)) r.dry_allowed_length = int32_t(*n);
+  if (const auto n = integer_field(j, "dry_penalty_last_n", -1, kMaxInt)) r.dry_penalty_last_n = int32_t(*n);
+  if (present(j, "dry_sequence_breakers")) {
+    const json& b = j["dry_sequence_breakers"];
+    if (!b.is_array()) fail("'dry_sequence_breakers' must be an array of strings");
+    std::vector<std::string> v;
+    for (const json& x : b) {
+      if (!x.is_string() || x.get<std::string>().empty()) fail("'dry_sequence_breakers' must be an array of non-empty strings");
+      v.push_back(x.get<std::string>());
+    }
+    if (v.size() > 64) fail("'dry_sequence_breakers': at most 64");
+    r.dry_sequence_breakers = std::move(v);
+  }
   if (const auto m = integer_field(j, "mirostat", 0, 2)) r.mirostat = int32_t(*m);
   if (const auto m = integer_field(j, "min_keep", 0, kMaxInt)) r.min_keep = int32_t(*m);
   if (present(j, "samplers")) {
@@ -475,6 +489,9 @@ runtime::SamplerParams sampler_params(const CompletionRequest& r, runtime::Sampl
   if (r.mirostat_eta) p.mirostat_eta = *r.mirostat_eta;
   if (r.min_keep) p.min_keep = *r.min_keep;
   if (r.dry_multiplier) p.dry_multiplier = *r.dry_multiplier;
+  if (r.dry_base) p.dry_base = *r.dry_base;
+  if (r.dry_allowed_length) p.dry_allowed_length = *r.dry_allowed_length;
+  if (r.dry_penalty_last_n) p.dry_penalty_last_n = *r.dry_penalty_last_n;
   if (r.samplers) p.order = *r.samplers;
   p.seed = r.seed ? *r.seed : random_seed;
   p.logit_bias.insert(p.logit_bias.end(), r.logit_bias.begin(), r.logit_bias.end());

@@ -74,8 +74,9 @@ struct CompletionRequest {
   // llama-server's other samplers: typical_p, top_n_sigma, xtc_*, dynatemp_*, mirostat*, min_keep,
   // samplers (names, or a string of letters), dry_multiplier (0 only).
   std::optional<float> typical_p, top_n_sigma, xtc_probability, xtc_threshold, dynatemp_range,
-      dynatemp_exponent, mirostat_tau, mirostat_eta, dry_multiplier;
-  std::optional<int32_t> mirostat, min_keep;
+      dynatemp_exponent, mirostat_tau, mirostat_eta, dry_multiplier, dry_base;
+  std::optional<int32_t> mirostat, min_keep, dry_allowed_length, dry_penalty_last_n;
+  std::optional<std::vector<std::string>> dry_sequence_breakers;  // the server makes them tokens
   std::optional<std::vector<runtime::SamplerStage>> samplers;
   std::optional<int32_t> top_k, repeat_last_n;
   std::optional<uint64_t> seed;  // absent (or -1 in the request): a random seed

@@ -18,6 +18,7 @@
 #include "runtime/logprobs.h"
 #include "runtime/model.h"
 #include "runtime/prompt.h"
+#include "runtime/sampler_dry.h"
 #include "runtime/token_grammar.h"
 #include "server/http_common.h"
 #include "server/infill.h"
@@ -184,6 +185,10 @@ json OpenAiServer::generation_settings(const CompletionRequest& r) const {
               {"mirostat_eta", p.mirostat_eta},
               {"min_keep", p.min_keep},
               {"dry_multiplier", p.dry_multiplier},
+              {"dry_base", p.dry_base},
+              {"dry_allowed_length", p.dry_allowed_length},
+              {"dry_penalty_last_n", p.dry_penalty_last_n},
+              {"dry_sequence_breakers", r.dry_sequence_breakers ? *r.dry_sequence_breakers : runtime::default_dry_breakers()},
               {"samplers", sampler_names(p.order)},
               {"repeat_last_n", p.repeat_last_n},
               {"repeat_penalty", p.repeat_penalty},
@@ -244,8 +249,20 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
     ~Idle() { busy = false; }
   } idle{slot_busy_};
   cancel_ = stopping_.load();
-  runtime::Sampler sampler(sampler_params(r, opts_.sampling,
-                                          opts_.seed ? *opts_.seed : runtime::random_seed()));
+  runtime::SamplerParams sp = sampler_params(r, opts_.sampling, opts_.seed ? *opts_.seed : runtime::random_seed());
+  if (sp.dry_multiplier > 0 && (r.dry_sequence_breakers || !sp.dry_breakers)) {
+    // DRY's breakers as tokens: a request's own, or llama-server's defaults (made once).
+    if (r.dry_sequence_breakers) {
+      sp.dry_breakers = std::make_shared<const runtime::DryBreakers>(
+          runtime::make_dry_breakers(model_.tokenizer(), *r.dry_sequence_breakers));
+    } else {
+      if (!default_dry_breakers_)
+        default_dry_breakers_ = std::make_shared<const runtime::DryBreakers>(
+            runtime::make_dry_breakers(model_.tokenizer(), runtime::default_dry_breakers()));
+      sp.dry_breakers = default_dry_breakers_;
+    }
+  }
+  runtime::Sampler sampler(sp);
 
   // Keep the longest common prefix of the cache; the last prompt token is always evaluated,
   // since its logits seed the first sample.

@@ -158,6 +158,7 @@ class OpenAiServer {
     int64_t n_predict = -1;
   };
   std::mutex slot_mu_;
+  std::shared_ptr<const runtime::DryBreakers> default_dry_breakers_;  // made at the first DRY request (under the model's turn)
   SlotState slot_;
   std::atomic<int64_t> slot_decoded_{0};
   std::atomic<bool> slot_busy_{false};

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "runtime/sampler.h"
+#include "runtime/sampler_dry.h"
 
 using namespace minfer::runtime;
 
@@ -421,12 +422,11 @@ TEST(Sampler, ChainStagesInTheirOrder) {
   p.order = parse_sampler_names("temperature;top_k");
   Sampler t(p);
   for (int i = 0; i < 20; ++i) EXPECT_EQ(t.sample(logits), 0);
-  // DRY is not there: asking for it is an error, 0 is fine.
   p = SamplerParams{};
-  p.dry_multiplier = 0.8f;
-  EXPECT_THROW(p.validate(), minfer::Error);
   p.mirostat = 3;
-  p.dry_multiplier = 0;
+  EXPECT_THROW(p.validate(), minfer::Error);
+  p.mirostat = 0;
+  p.dry_multiplier = -1;
   EXPECT_THROW(p.validate(), minfer::Error);
 }
 
@@ -471,4 +471,49 @@ TEST(Sampler, MirostatV1DrawsFromItsTopK) {
     seen.insert(id);
   }
   EXPECT_GT(seen.size(), 3u);
+}
+
+// DRY against llama.cpp's test-sampling cases (multiplier, base, allowed length, window, token
+// breakers): a token that would extend an earlier repeat of at least the allowed length loses
+// multiplier * base^(length - allowed); a breaker token is never penalized.
+TEST(Sampler, DryPenalizesWhatWouldExtendARepeat) {
+  struct Case {
+    std::vector<float> probs;
+    std::vector<int32_t> history;
+    std::vector<double> want;
+    float multiplier, base;
+    int32_t allowed;
+    std::vector<std::vector<int32_t>> breakers;  // head token, then its tail
+  };
+  const Case cases[] = {
+      {{0.25f, 0.25f, 0.25f, 0.25f}, {0, 1}, {0.25, 0.25, 0.25, 0.25}, 1.0f, 1.1f, 2, {}},
+      {{0.25f, 0.25f, 0.25f, 0.25f}, {0, 1, 2, 0, 1}, {0.296923, 0.296923, 0.109232, 0.296923}, 1.0f, 1.1f, 2, {}},
+      {{0.2f, 0.2f, 0.2f, 0.2f, 0.2f}, {0, 1, 3, 4, 0, 1}, {0.2, 0.2, 0.2, 0.2, 0.2}, 1.0f, 1.1f, 2, {{3}}},
+      {{0.2f, 0.2f, 0.2f, 0.2f, 0.2f}, {0, 1, 2, 0, 1}, {0.241818, 0.241818, 0.032727, 0.241818, 0.241818}, 2.0f, 1.1f, 2, {}},
+      {{0.2f, 0.2f, 0.2f, 0.2f, 0.2f}, {0, 1, 2, 3, 4, 0, 1}, {0.2, 0.2, 0.2, 0.2, 0.2}, 1.0f, 1.1f, 4, {}},
+  };
+  for (const Case& k : cases) {
+    DryBreakers b;
+    for (const auto& seq : k.breakers) b.by_head.emplace(seq[0], std::vector<int32_t>(seq.begin() + 1, seq.end()));
+    auto c = from_probs(k.probs);
+    apply_dry(c, k.history, k.multiplier, k.base, k.allowed, b);
+    const auto p = final_probs(c, k.probs.size());
+    for (size_t i = 0; i < k.want.size(); ++i) EXPECT_NEAR(p.at(int32_t(i)), k.want[i], 1e-5) << i;
+  }
+  // A longer repeat: a b c d ... a b c -> d extends a repeat of 3: base^(3 - 2) = 1.75.
+  auto c = make_candidates(std::vector<float>(6, 0.0f));
+  apply_dry(c, std::vector<int32_t>{0, 1, 2, 3, 5, 0, 1, 2}, 1.0f, 1.75f, 2, DryBreakers{});
+  EXPECT_NEAR(c[3].logit, -1.75f, 1e-6);
+  EXPECT_EQ(c[5].logit, 0.0f);  // 5 followed "3", not the end's repeat
+  // A two-token breaker (4 then 5): "4 5 2 3" repeats, but a repeat reaches back only to the
+  // latest breaker, so the one 4 would extend counts 2 (base^0); without the breaker, 4 (base^2).
+  DryBreakers two;
+  two.by_head.emplace(4, std::vector<int32_t>{5});
+  const std::vector<int32_t> text{4, 5, 2, 3, 4, 5, 2, 3};
+  c = make_candidates(std::vector<float>(6, 0.0f));
+  apply_dry(c, text, 1.0f, 1.75f, 2, two);
+  EXPECT_NEAR(c[4].logit, -1.0f, 1e-6);
+  c = make_candidates(std::vector<float>(6, 0.0f));
+  apply_dry(c, text, 1.0f, 1.75f, 2, DryBreakers{});
+  EXPECT_NEAR(c[4].logit, -1.75f * 1.75f, 1e-5);
 }

@@ -506,7 +506,22 @@ TEST(OpenAiServer, LlamaCppSamplerFields) {
   EXPECT_EQ(post(cli, "/completion", body)["content"], res["content"]);  // the seed decides
 
   auto error_of = [&](json b) { return post(cli, "/completion", b, 400)["error"]["message"].get<std::string>(); };
-  EXPECT_NE(error_of({{"prompt", "x"}, {"dry_multiplier", 0.8}}).find("DRY"), std::string::npos);
+  EXPECT_NE(error_of({{"prompt", "x"}, {"dry_multiplier", -0.8}}).find("dry-multiplier"), std::string::npos);
+  EXPECT_NE(error_of({{"prompt", "x"}, {"dry_sequence_breakers", "\n"}}).find("dry_sequence_breakers"), std::string::npos);
+  // DRY: the greedy text's loop is broken (as the CLI test shows on the same prompt), with the
+  // server's default breakers or a request's own.
+  json dry = {{"prompt", "Once upon a time"}, {"n_predict", 200}, {"temperature", 0}, {"ignore_eos", true}};
+  const std::string loop = post(cli, "/completion", dry)["content"];
+  dry["dry_multiplier"] = 0.8;
+  res = post(cli, "/completion", dry);
+  EXPECT_NE(res["content"], loop);
+  EXPECT_FLOAT_EQ(res["generation_settings"]["dry_multiplier"].get<float>(), 0.8f);
+  EXPECT_EQ(res["generation_settings"]["dry_sequence_breakers"], json({"\n", ":", "\"", "*"}));
+  dry["dry_sequence_breakers"] = {"."};
+  dry["dry_allowed_length"] = 3;
+  res = post(cli, "/completion", dry);
+  EXPECT_EQ(res["generation_settings"]["dry_sequence_breakers"], json({"."}));
+  EXPECT_EQ(res["generation_settings"]["dry_allowed_length"], 3);
   EXPECT_NE(error_of({{"prompt", "x"}, {"samplers", {"top_k", "bogus"}}}).find("bogus"), std::string::npos);
   EXPECT_NE(error_of({{"prompt", "x"}, {"mirostat", 3}}).find("mirostat"), std::string::npos);
   EXPECT_NE(error_of({{"prompt", "x"}, {"typical_p", 1.5}}).find("typical"), std::string::npos);
