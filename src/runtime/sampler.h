@@ -1,5 +1,6 @@
 // Token sampling with llama.cpp's chain and semantics: logit bias, then the stages in llama.cpp's
 // default order (--samplers): penalties (repeat / frequency / presence over the last N tokens) ->
+// DRY (sampler_dry.h) ->
 // top-n-sigma -> top-k -> typical -> top-p -> min-p -> XTC -> temperature (dynamic with a range)
 // -> seeded draw; or, with mirostat 1 or 2, bias -> temperature -> mirostat's own draw (no
 // penalties, as llama.cpp). temp <= 0 means greedy (argmax, ties -> lowest id).
