@@ -457,6 +457,7 @@ CompletionRequest parse_completion_request(std::string_view body, ApiKind kind) 
       if (x.empty()) fail("'stop' strings must not be empty");
   }
   r.ignore_eos = bool_field(j, "ignore_eos");
+  if (present(j, "cache_prompt")) r.cache_prompt = bool_field(j, "cache_prompt");
   parse_logprobs(j, r);
   parse_logit_bias(j, r);
   r.stream = bool_field(j, "stream");

@@ -68,6 +68,7 @@ struct CompletionRequest {
   std::vector<int32_t> prompt_tokens;  // completion, as token ids (then prompt is empty)
   std::optional<InfillInput> infill;   // infill: the code around the cursor
   bool return_tokens = false;          // native: the generated token ids in the response
+  bool cache_prompt = true;            // llama-server's: false evaluates the whole prompt again
   std::optional<int64_t> max_tokens;   // -1: until end of generation or a full context
   std::optional<float> temperature, top_p, min_p, repeat_penalty, frequency_penalty,
       presence_penalty;

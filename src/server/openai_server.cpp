@@ -266,6 +266,7 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
 
   // Keep the longest common prefix of the cache; the last prompt token is always evaluated,
   // since its logits seed the first sample.
+  if (!r.cache_prompt) ctx_->truncate(0);
   const size_t common = size_t(ctx_->keep_prefix(prompt));
   for (size_t i = 0; i < common; ++i) sampler.accept(prompt[i]);
 

@@ -421,6 +421,14 @@ TEST(OpenAiServer, ContextShift) {
   res = post(cli, "/completion", body);
   EXPECT_EQ(res["tokens_predicted"], 100);
   EXPECT_EQ(res["tokens_cached"], 3);
+  // llama-server's cache_prompt false: the whole prompt is evaluated again.
+  json fresh = body;
+  fresh["cache_prompt"] = false;
+  res = post(cli, "/completion", fresh);
+  EXPECT_EQ(res["tokens_cached"], 0);
+  EXPECT_EQ(res["timings"]["prompt_n"], res["tokens_evaluated"]);
+  EXPECT_NE(post(cli, "/completion", {{"prompt", "x"}, {"cache_prompt", "no"}}, 400)["error"]["message"].get<std::string>().find("cache_prompt"),
+            std::string::npos);
   EXPECT_NE(post(cli, "/completion", {{"prompt", "x"}, {"n_keep", -2}}, 400)["error"]["message"].get<std::string>().find("n_keep"),
             std::string::npos);
 }
