@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/rewritten_model.h"
+#include "common/shared_model.h"
 #include "common/test_data.h"
 #include "gguf/gguf.h"
 #include "graph/ir.h"
@@ -26,12 +27,7 @@ using namespace minfer;
 
 namespace {
 
-const runtime::Model& model(const std::string& name) {
-  static std::map<std::string, std::unique_ptr<runtime::Model>> cache;
-  auto& m = cache[name];
-  if (!m) m = runtime::Model::load(test::shared_path("models/" + name));
-  return *m;
-}
+const runtime::Model& model(const std::string& name) { return test::shared_model(name); }
 
 std::vector<float> run(runtime::Context& ctx, const std::vector<int32_t>& ids, int64_t n_out = 1) {
   auto s = ctx.decode(ids, n_out);

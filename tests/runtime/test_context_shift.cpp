@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/shared_model.h"
 #include "common/test_data.h"
 #include "runtime/context.h"
 #include "runtime/generate.h"
@@ -28,12 +29,7 @@ using namespace minfer;
 
 namespace {
 
-const runtime::Model& model(const std::string& name) {
-  static std::map<std::string, std::unique_ptr<runtime::Model>> cache;
-  auto& m = cache[name];
-  if (!m) m = runtime::Model::load(test::shared_path("models/" + name));
-  return *m;
-}
+const runtime::Model& model(const std::string& name) { return test::shared_model(name); }
 
 runtime::Context make_context(const runtime::Model& m, GgmlType kv, int64_t n_ctx = 256) {
   runtime::ContextParams p;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <fstream>
 
+#include "common/shared_model.h"
 #include "common/test_data.h"
 #include "golden.h"
 #include "runtime/context.h"
@@ -20,12 +21,7 @@ using namespace minfer;
 
 namespace {
 
-const runtime::Model& model(const std::string& name) {
-  static std::map<std::string, std::unique_ptr<runtime::Model>> cache;
-  auto& m = cache[name];
-  if (!m) m = runtime::Model::load(test::shared_path("models/" + name));
-  return *m;
-}
+const runtime::Model& model(const std::string& name) { return test::shared_model(name); }
 
 int32_t argmax(std::span<const float> x) {
   int32_t best = 0;
