@@ -98,26 +98,23 @@ KV parse_kv_override(const std::string& text) {
     fail("--override-kv {}: expected KEY=TYPE:VALUE (TYPE int, float, bool or str)", text);
   const std::string key = text.substr(0, eq), type = text.substr(eq + 1, colon - eq - 1), value = text.substr(colon + 1);
   auto bad = [&] { fail("--override-kv {}: '{}' is not a value of type {}", text, value, type); };
-  if (type == "int") {
+  // The whole text is the number (std::stoll / std::stod read a prefix).
+  auto number = [&](auto parse) {
     size_t used = 0;
-    int64_t v = 0;
+    decltype(parse(value, &used)) v{};
     try {
-      v = std::stoll(value, &used);
+      v = parse(value, &used);
     } catch (const std::exception&) {
       bad();
     }
     if (used != value.size()) bad();
-    return {key, Value::i64(v)};
-  }
+    return v;
+  };
+  if (type == "int")
+    return {key, Value::i64(number([](const std::string& t, size_t* n) { return int64_t(std::stoll(t, n)); }))};
   if (type == "float") {
-    size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(value, &used);
-    } catch (const std::exception&) {
-      bad();
-    }
-    if (used != value.size() || !std::isfinite(v)) bad();
+    const double v = number([](const std::string& t, size_t* n) { return std::stod(t, n); });
+    if (!std::isfinite(v)) bad();
     return {key, Value::f64(v)};
   }
   if (type == "bool") {
