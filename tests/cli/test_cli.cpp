@@ -499,6 +499,23 @@ TEST_F(Cli, MetadataOverridesAndRopeFlags) {
   expect_error(stories() + " x --yarn-beta-fast 4", 2, {"YaRN"});
 }
 
+// `minfer perplexity` prints llama-perplexity's lines: the running value per chunk, then the
+// final estimate (its numbers are checked against llama.cpp in tests/runtime/test_perplexity).
+TEST_F(Cli, PerplexityPrintsLlamaPerplexitysLines) {
+  MINFER_REQUIRE_SHARED();
+  std::string text;
+  for (int i = 0; i < 12; ++i) text += "Once upon a time, there was a little girl named Lily. She loved to play in the park.\n";
+  spit(dir_ / "text.txt", text);
+  const Result r = run("perplexity " + stories() + " -f " + q((dir_ / "text.txt").string()) + " -c 64 -b 32 --kv-type f32 --verbose");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::regex_match(r.out, std::regex("(\\[[0-9]+\\][0-9]+\\.[0-9]{4},)+\nFinal estimate: PPL = [0-9]+\\.[0-9]{4} \\+/- [0-9]+\\.[0-9]{5}\n")))
+      << r.out;
+  EXPECT_NE(r.err.find("chunks of 64"), std::string::npos) << r.err;
+  spit(dir_ / "short.txt", "Once upon a time");
+  expect_error("perplexity " + stories() + " -f " + q((dir_ / "short.txt").string()) + " -c 64", 1, {"needs at least 128"});
+  expect_error("perplexity " + stories() + " -f " + q((dir_ / "none.txt").string()), 1, {"none.txt"});
+}
+
 TEST_F(Cli, ChatSessionRoundTrips) {
   MINFER_REQUIRE_SHARED();
   spit(dir_ / "chatml.jinja", kChatml);

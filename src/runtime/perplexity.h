@@ -1,0 +1,29 @@
+// Perplexity of a text, as llama.cpp's llama-perplexity measures it: the tokens cut into chunks
+// of n_ctx; each chunk evaluated from an empty cache with its first token replaced by BOS (when
+// the vocabulary adds one); the negative log-likelihood of the tokens of its second half, each
+// predicted from all before it in the chunk (the first half is context only).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace minfer::runtime {
+
+class Context;
+
+struct PerplexityResult {
+  std::vector<double> running;  // exp(mean NLL) after each chunk (llama-perplexity's [i]x list)
+  double ppl = 0;               // over every scored token
+  double stderr_ppl = 0;        // llama-perplexity's "+/-": ppl * the NLL's standard error
+  int64_t n_chunks = 0;
+  int64_t n_scored = 0;         // tokens scored
+};
+
+// Error when the text has fewer than 2 * n_ctx tokens. n_ctx <= ctx.n_ctx(); n_chunks_max <= 0:
+// every whole chunk. `bos` < 0: no BOS replacement. on_chunk, when given, sees each running value.
+PerplexityResult perplexity(Context& ctx, std::span<const int32_t> tokens, int64_t n_ctx, int64_t n_batch,
+                            int32_t bos, int64_t n_chunks_max = 0,
+                            const std::function<void(int64_t chunk, double running)>& on_chunk = {});
+
+}  // namespace minfer::runtime
