@@ -203,7 +203,7 @@ class ChatSession {
     const int64_t n_ctx = ctx_.n_ctx();
     const int64_t reserve = std::min<int64_t>(n_ctx / 4, f_.n_predict > 0 ? f_.n_predict : 256);
     for (;;) {
-      const std::string full = runtime::render_chat(m_, tmpl_, messages_, true);
+      const std::string full = runtime::render_chat(m_, tmpl_, messages_, true, template_vars_);
       std::vector<int32_t> fresh;
       // SentencePiece vocabularies prefix a space to text that starts a tokenization, so a
       // suffix tokenized alone could differ from the same text inside the conversation: for
@@ -252,6 +252,7 @@ class ChatSession {
   int64_t first_prompt_ = 0;  // tokens of the prompt the cache started from
   cli::Log& log_;
   const cli::GenFlags& f_;
+  const nlohmann::ordered_json template_vars_ = f_.template_vars();  // (after f_: initialized from it)
   const std::shared_ptr<const grammar::Grammar> grammar_;  // or none
   runtime::Drafter* drafter_;                               // or none
   json messages_;

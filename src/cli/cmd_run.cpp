@@ -127,7 +127,7 @@ int run_run(int argc, char** argv) {
       nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
       if (!f.system.empty()) msgs.push_back({{"role", "system"}, {"content", f.system}});
       msgs.push_back({{"role", "user"}, {"content", prompt}});
-      text = runtime::render_chat(model, *tmpl, msgs, true);
+      text = runtime::render_chat(model, *tmpl, msgs, true, f.template_vars());
       templated = true;
     }
   }

@@ -91,6 +91,7 @@ int run_serve(int argc, char** argv) {
   o.n_predict = f.n_predict;
   o.n_batch = f.n_batch();
   o.context_shift = f.context_shift;
+  o.template_kwargs = f.template_vars();
   o.n_keep = f.keep;
   o.stop = f.stop;
   o.ignore_eos = f.ignore_eos;

@@ -149,6 +149,10 @@ void GenFlags::add_to(CLI::App& app) {
   app.add_option("--chat-template-file", chat_template_file, "Jinja chat template to use instead of the model's");
   app.add_option("--chat-template", chat_template_text, "the same, given as its Jinja text");
   app.add_option("--system-prompt-file", system_file, "-sysf: the system message from FILE");
+  app.add_option("--chat-template-kwargs", chat_template_kwargs,
+                 "extra chat template variables as a JSON object, e.g. '{\"enable_thinking\": false}'");
+  app.add_option("--reasoning-budget", reasoning_budget, "-1: think as the model does; 0: no thinking (enable_thinking false)")
+      ->capture_default_str();
   app.add_flag("--verbose", verbose, "print model and context details on stderr");
   app.add_flag("-q,--quiet", quiet, "print nothing but the generated text (no timings)");
   app.add_option("--log-file", log_file, "also append the stderr messages to FILE");
@@ -168,6 +172,7 @@ void GenFlags::validate() {
   if (keep < -1) fail("--keep {}: must be -1 (the whole prompt) or >= 0", keep);
   hardware.check([](const std::string&) {});  // the values; setup_log gives the warnings
   (void)kv_overrides();  // the --override-kv texts and rope values, before the model loads
+  (void)template_vars();
   sampler_params().validate();
   draft.validate();
   if (ctx_size_draft < 0) fail("-cd {}: the context size must be >= 0", ctx_size_draft);
@@ -187,6 +192,22 @@ void GenFlags::validate() {
     system = read_text_file(system_file, "system prompt");
     if (system.ends_with('\n')) system.pop_back();
   }
+}
+
+nlohmann::ordered_json GenFlags::template_vars() const {
+  nlohmann::ordered_json vars = nlohmann::ordered_json::object();
+  if (!chat_template_kwargs.empty()) {
+    try {
+      vars = nlohmann::ordered_json::parse(chat_template_kwargs);
+    } catch (const nlohmann::json::exception& e) {
+      fail("--chat-template-kwargs: not JSON ({})", e.what());
+    }
+    if (!vars.is_object()) fail("--chat-template-kwargs: must be a JSON object, e.g. '{{\"enable_thinking\": false}}'");
+  }
+  if (reasoning_budget != -1 && reasoning_budget != 0)
+    fail("--reasoning-budget {}: only -1 (unlimited) and 0 (no thinking) are supported, as in llama.cpp", reasoning_budget);
+  if (reasoning_budget == 0) vars["enable_thinking"] = false;
+  return vars;
 }
 
 std::vector<gguf::KV> GenFlags::kv_overrides() const {

@@ -4,6 +4,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -106,6 +107,8 @@ struct GenFlags {
   std::string chat_template_file;
   std::string chat_template_text;  // llama.cpp's --chat-template: the template's Jinja text
   std::string system_file;         // llama.cpp's -sysf: the system message from a file
+  std::string chat_template_kwargs;  // llama.cpp's: a JSON object of extra template variables
+  int reasoning_budget = -1;         // llama.cpp's: -1 unlimited, 0 no thinking (enable_thinking false)
   bool verbose = false;
   bool quiet = false;
   std::string log_file;
@@ -122,6 +125,9 @@ struct GenFlags {
   void validate();
   GgmlType kv_cache_type() const;  // --kv-type, or -ctk/-ctv where given
   int64_t n_batch() const { return std::min(batch_size, ubatch_size); }
+  // --chat-template-kwargs with --reasoning-budget 0's enable_thinking false: the chat template's
+  // extra variables (an object; Error for text that is not a JSON object).
+  nlohmann::ordered_json template_vars() const;
   // --override-kv and the rope flags as the model's metadata overrides (runtime::LoadOptions).
   std::vector<gguf::KV> kv_overrides() const;
   // The context shift of GenerateOptions for a prompt of `prompt_tokens` tokens at the start of

@@ -155,7 +155,8 @@ std::string OpenAiServer::render_chat(const CompletionRequest& r) const {
   if (!opts_.system.empty() && (messages.empty() || messages[0]["role"] != "system"))
     messages.insert(messages.begin(), json{{"role", "system"}, {"content", opts_.system}});
   messages = chat::messages_for_template(std::move(messages), tool_rendering_);
-  json vars = r.template_kwargs.is_object() ? r.template_kwargs : json::object();
+  json vars = opts_.template_kwargs.is_object() ? opts_.template_kwargs : json::object();
+  if (r.template_kwargs.is_object()) vars.update(r.template_kwargs);
   if (!r.tools.is_null() && !vars.contains("tools")) vars["tools"] = r.tools;
   return runtime::render_chat(model_, *opts_.chat_template, messages, true, vars);
 }

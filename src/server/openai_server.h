@@ -67,6 +67,7 @@ struct ServeOptions {
   std::vector<std::string> stop;      // stop strings added to every request's
   bool ignore_eos = false;            // for every request (a request can also ask for it)
   std::string system;                 // a system message for chats that bring none
+  nlohmann::ordered_json template_kwargs;  // --chat-template-kwargs: under each request's own
   std::shared_ptr<const grammar::Grammar> grammar;  // for requests that bring no grammar or JSON format
   // --reasoning-format: a chat reply's <think> block as message.reasoning_content (llama-server's
   // default "auto"), or left in the content ("none"); a request's reasoning_format overrides it.

@@ -516,6 +516,25 @@ TEST_F(Cli, PerplexityPrintsLlamaPerplexitysLines) {
   expect_error("perplexity " + stories() + " -f " + q((dir_ / "none.txt").string()), 1, {"none.txt"});
 }
 
+// llama.cpp's --reasoning-budget 0 and --chat-template-kwargs: Qwen3's template renders its
+// empty think block (enable_thinking false) either way, four tokens more than by default.
+TEST_F(Cli, ReasoningBudgetAndTemplateKwargs) {
+  MINFER_REQUIRE_SHARED();
+  const std::string base = q(minfer::test::shared_path("models/tiny-qwen3-q4_0.gguf")) + " Hi -n 1 --temp 0 --verbose";
+  auto n_prompt = [](const Result& x) {
+    std::smatch m;
+    return std::regex_search(x.err, m, std::regex("prompt: ([0-9]+) tokens")) ? std::stoi(m[1]) : -1;
+  };
+  const Result plain = run(base), budget = run(base + " --reasoning-budget 0"),
+               kwargs = run(base + " --chat-template-kwargs " + q(R"({"enable_thinking": false})"));
+  ASSERT_EQ(budget.code, 0) << budget.err;
+  ASSERT_EQ(kwargs.code, 0) << kwargs.err;
+  EXPECT_EQ(n_prompt(budget), n_prompt(plain) + 4);  // <think>, \n\n, </think>, \n\n
+  EXPECT_EQ(n_prompt(kwargs), n_prompt(budget));
+  expect_error(base + " --reasoning-budget 100", 1, {"--reasoning-budget 100"});
+  expect_error(base + " --chat-template-kwargs " + q("[1]"), 1, {"JSON object"});
+}
+
 TEST_F(Cli, ChatSessionRoundTrips) {
   MINFER_REQUIRE_SHARED();
   spit(dir_ / "chatml.jinja", kChatml);

@@ -535,6 +535,21 @@ TEST(OpenAiServer, LlamaCppSamplerFields) {
   EXPECT_NE(error_of({{"prompt", "x"}, {"typical_p", 1.5}}).find("typical"), std::string::npos);
 }
 
+// --chat-template-kwargs (and --reasoning-budget 0) are the server's default template variables;
+// a request's chat_template_kwargs override them key by key.
+TEST(OpenAiServer, DefaultTemplateKwargs) {
+  MINFER_REQUIRE_SHARED();
+  server::ServeOptions o;
+  o.template_kwargs = {{"enable_thinking", false}};
+  auto r = start("tiny-qwen3-q4_0.gguf", o);
+  httplib::Client cli("127.0.0.1", r->port);
+  const json msgs = {{{"role", "user"}, {"content", "Hi"}}};
+  const std::string off = post(cli, "/apply-template", {{"messages", msgs}})["prompt"];
+  EXPECT_NE(off.find("<think>\n\n</think>"), std::string::npos) << off;
+  const std::string on = post(cli, "/apply-template", {{"messages", msgs}, {"chat_template_kwargs", {{"enable_thinking", true}}}})["prompt"];
+  EXPECT_EQ(on.find("<think>"), std::string::npos) << on;
+}
+
 TEST(OpenAiServer, PropsAndApplyTemplate) {
   MINFER_REQUIRE_SHARED();
   server::ServeOptions o;
