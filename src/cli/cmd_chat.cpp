@@ -91,6 +91,7 @@ class ChatSession {
     go.n_predict = f_.n_predict;
     go.stop = f_.stop;
     go.ignore_eog = f_.ignore_eos;
+    go.render_special = f_.special;
     go.interrupt = &g_interrupt;
     go.drafter = drafter_;
     go.n_batch = f_.n_batch();

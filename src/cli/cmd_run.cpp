@@ -181,6 +181,7 @@ int run_run(int argc, char** argv) {
   go.n_predict = f.n_predict;
   go.stop = f.stop;
   go.ignore_eog = f.ignore_eos;
+  go.render_special = f.special;
   go.strip_leading_space = tok.add_space_prefix() && !templated;
   go.drafter = draft.drafter.get();
   go.n_batch = f.n_batch();

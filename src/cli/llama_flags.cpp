@@ -19,6 +19,7 @@ constexpr std::pair<std::string_view, const char*> kLongForms[] = {
     {"-ctk", "--cache-type-k"},   {"-ctv", "--cache-type-v"},   {"-sys", "--system-prompt"},
     {"-jf", "--json-schema-file"}, {"-no-cnv", "--no-conversation"}, {"-cnv", "--conversation"},
     {"-sysf", "--system-prompt-file"}, {"-np", "--parallel"},        {"-cb", "--cont-batching"},   {"-nocb", "--no-cont-batching"},
+    {"-sp", "--special"},
     {"-kvu", "--kv-unified"},
 };
 

@@ -143,6 +143,7 @@ void GenFlags::add_to(CLI::App& app) {
   app.add_option("--rope-freq-base", rope_freq_base, "rope base frequency (default: the model's)");
   app.add_option("--rope-freq-scale", rope_freq_scale, "rope frequency scaling factor: the context is stretched 1/N times");
   app.add_option("--yarn-orig-ctx", yarn_orig_ctx, "YaRN: the model's original context (default: the model's)");
+  app.add_flag("--special", special, "-sp: print the text of control tokens too (<|im_end|>, ...)");
   app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
   app.add_flag("--no-template", no_template, "raw completion: do not apply the chat template");
   app.add_option("--system,--system-prompt", system, "-sys: system message (with a chat template)");

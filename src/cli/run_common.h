@@ -103,6 +103,7 @@ struct GenFlags {
   int64_t ctx_size_draft = 0;  // 0: the target's context size
   bool no_template = false;
   bool ignore_eos = false;
+  bool special = false;  // llama.cpp's -sp: control tokens' text printed
   std::string system;
   std::string chat_template_file;
   std::string chat_template_text;  // llama.cpp's --chat-template: the template's Jinja text

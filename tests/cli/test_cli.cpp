@@ -326,6 +326,10 @@ TEST_F(Cli, LlamaCppFlagSpellings) {
   expect_error(base + " -ngl many", 1, {"-ngl many"});
   expect_error(base + " -b 0", 1, {"-b 0"});
   expect_error(base + " -cnv", 2, {"minfer chat"});
+  // -sp (llama.cpp's --special): control tokens' text is printed; without it, not.
+  const std::string eos = stories() + " Once -n 3 --temp 0 --ignore-eos -l 2+100";
+  EXPECT_EQ(run(eos + " -sp").out, "</s></s></s>");
+  EXPECT_EQ(run(eos).out, "");
 }
 
 // `minfer embed` (llama-embedding): one vector per line of the prompt, the same numbers in every
