@@ -53,7 +53,7 @@ GenerateResult generate(Context& ctx, const tok::Tokenizer& tok, Sampler& sample
     const int64_t over = ctx.n_past() + need - n_ctx;
     if (over <= 0) return true;
     if (!opts.context_shift) return false;
-    const int64_t keep = std::min(opts.n_keep, ctx.n_past());
+    const int64_t keep = std::clamp<int64_t>(opts.n_keep, 0, ctx.n_past());
     const int64_t left = ctx.n_past() - keep;
     const int64_t discard = std::min(left, std::max(opts.n_discard > 0 ? opts.n_discard : left / 2, over));
     if (discard < over) return false;

@@ -283,8 +283,8 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   // llama-server's count: -1 is the whole prompt, otherwise BOS and n_keep more, at most n_ctx - 4.
   go.context_shift = opts_.context_shift;
   const int64_t keep = r.n_keep.value_or(opts_.n_keep);
-  go.n_keep = std::min<int64_t>(ctx_->n_ctx() - 4, keep < 0 ? int64_t(prompt.size())
-                                                             : keep + (model_.tokenizer().add_bos() ? 1 : 0));
+  go.n_keep = std::clamp<int64_t>(keep < 0 ? int64_t(prompt.size()) : keep + (model_.tokenizer().add_bos() ? 1 : 0), 0,
+                                  std::max<int64_t>(0, ctx_->n_ctx() - 4));
   go.n_discard = r.n_discard;
   std::optional<runtime::TokenGrammar> grammar;
   const bool calls = r.calls_tools();

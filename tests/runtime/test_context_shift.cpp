@@ -206,6 +206,14 @@ TEST(ContextShift, DiscardCountAndKeepLimits) {
   EXPECT_EQ(res.n_discarded, 7 * res.n_context_shifts);
   EXPECT_EQ(ctx.tokens()[0], prompt[0]);
 
+  // A negative n_keep keeps nothing (no error).
+  runtime::Context neg = make_context(m, GgmlType::F32, 32);
+  go.n_keep = -5;
+  go.n_discard = 0;
+  res = greedy(neg, m, prompt, go);
+  EXPECT_EQ(res.tokens.size(), 100u);
+  EXPECT_GE(res.n_context_shifts, 1);
+
   // Nothing can go when everything is kept: the context fills as without a shift.
   runtime::Context full = make_context(m, GgmlType::F32, 32);
   go.n_keep = 40;
