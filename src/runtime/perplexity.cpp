@@ -11,7 +11,7 @@ namespace minfer::runtime {
 
 PerplexityResult perplexity(Context& ctx, std::span<const int32_t> tokens, int64_t n_ctx, int64_t n_batch,
                             int32_t bos, int64_t n_chunks_max,
-                            const std::function<void(int64_t, double)>& on_chunk) {
+                            const std::function<void(int64_t, double)>& on_chunk, const ScoredPosition& on_scored) {
   if (n_ctx < 2 || n_ctx > ctx.n_ctx()) fail("perplexity: a chunk of {} tokens does not fit the context of {}", n_ctx, ctx.n_ctx());
   if (int64_t(tokens.size()) < 2 * n_ctx)
     fail("perplexity: the text is {} tokens; a context of {} needs at least {} (two chunks)", tokens.size(), n_ctx,
@@ -36,7 +36,9 @@ PerplexityResult perplexity(Context& ctx, std::span<const int32_t> tokens, int64
       for (int64_t pos = from; pos < to; ++pos) {
         const int64_t row = pos - (b + n - n_out);
         const std::vector<double> lp = log_softmax(logits.subspan(size_t(row * n_vocab), size_t(n_vocab)));
-        const double v = -lp[size_t(tokens[size_t(c * n_ctx + pos + 1)])];
+        const int32_t next = tokens[size_t(c * n_ctx + pos + 1)];
+        if (on_scored) on_scored(c, lp, next);
+        const double v = -lp[size_t(next)];
         nll += v;
         nll2 += v * v;
         ++r.n_scored;

@@ -20,10 +20,16 @@ struct PerplexityResult {
   int64_t n_scored = 0;         // tokens scored
 };
 
+// Each scored position: its chunk, the log-probabilities of the whole vocabulary, the token that
+// came next (for --kl-divergence).
+using ScoredPosition = std::function<void(int64_t chunk, std::span<const double> logprobs, int32_t next)>;
+
 // Error when the text has fewer than 2 * n_ctx tokens. n_ctx <= ctx.n_ctx(); n_chunks_max <= 0:
-// every whole chunk. `bos` < 0: no BOS replacement. on_chunk, when given, sees each running value.
+// every whole chunk. `bos` < 0: no BOS replacement. on_chunk, when given, sees each running value
+// (after on_scored has seen the chunk's positions).
 PerplexityResult perplexity(Context& ctx, std::span<const int32_t> tokens, int64_t n_ctx, int64_t n_batch,
                             int32_t bos, int64_t n_chunks_max = 0,
-                            const std::function<void(int64_t chunk, double running)>& on_chunk = {});
+                            const std::function<void(int64_t chunk, double running)>& on_chunk = {},
+                            const ScoredPosition& on_scored = {});
 
 }  // namespace minfer::runtime

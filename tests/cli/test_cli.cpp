@@ -518,6 +518,18 @@ TEST_F(Cli, PerplexityPrintsLlamaPerplexitysLines) {
   spit(dir_ / "short.txt", "Once upon a time");
   expect_error("perplexity " + stories() + " -f " + q((dir_ / "short.txt").string()) + " -c 64", 1, {"needs at least 128"});
   expect_error("perplexity " + stories() + " -f " + q((dir_ / "none.txt").string()), 1, {"none.txt"});
+  // --kl-divergence-base on the base model writes the file; --kl-divergence reads it back (the
+  // same model: no divergence, the same top token everywhere).
+  const std::string kld = (dir_ / "base.kld").string();
+  Result b = run("perplexity " + stories() + " -f " + q((dir_ / "text.txt").string()) + " -c 64 --kl-divergence-base " + q(kld));
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.err.find("positions written to"), std::string::npos) << b.err;
+  b = run("perplexity " + stories() + " --kl-divergence --kl-divergence-base " + q(kld));
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.out.find("====== KL divergence statistics ======"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("Same top p: 100.000"), std::string::npos) << b.out;
+  expect_error("perplexity " + stories() + " --kl-divergence", 1, {"--kl-divergence-base"});
+  expect_error("perplexity " + qwen2() + " --kl-divergence --kl-divergence-base " + q(kld), 1, {kld, "vocabulary"});
 }
 
 // llama.cpp's --reasoning-budget 0 and --chat-template-kwargs: Qwen3's template renders its
