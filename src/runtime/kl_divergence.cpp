@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "common/error.h"
 
@@ -81,8 +82,11 @@ KldBaseReader::KldBaseReader(const std::string& path, int64_t n_vocab)
   if (!get(f_.get(), magic, 8) || std::memcmp(magic, kMagic, 8) != 0 || !get(f_.get(), &version, 1))
     fail("{}: not a minfer KL-divergence base file (write one with --kl-divergence-base on the base model)", path);
   if (version != kVersion) fail("{}: KL-divergence base version {}, this minfer reads {}", path, version, kVersion);
-  if (!get(f_.get(), &n_ctx_, 1) || !get(f_.get(), &vocab, 1) || !get(f_.get(), &n, 1) || n_ctx_ < 2 || n < 0 ||
-      n > (int64_t(1) << 32))
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  // The tokens must be in the file: a damaged count never sizes an allocation.
+  if (!get(f_.get(), &n_ctx_, 1) || !get(f_.get(), &vocab, 1) || !get(f_.get(), &n, 1) || ec || n_ctx_ < 2 ||
+      n_ctx_ > (int64_t(1) << 20) || n < 0 || uint64_t(n) > (size - std::min<uint64_t>(size, 36)) / 4)
     fail("{}: the KL-divergence base file is truncated or damaged", path);
   if (vocab != n_vocab)
     fail("{}: the base model had {} tokens in its vocabulary, this one {}: not a version of the same model", path,

@@ -104,6 +104,17 @@ TEST(KlDivergence, SelfIsZeroAndAQuantizationMatchesTheDirectSum) {
     for (size_t i = 0; i + 1 < lb.size(); ++i) r.next();
     EXPECT_THROW(r.next(), Error);
   }
+  {  // a header whose token count is far beyond the file
+    std::ofstream o(file, std::ios::binary);
+    const uint32_t version = 1;
+    const int64_t n_ctx = 64, n_vocab = base.n_vocab(), n = int64_t(1) << 31;
+    o.write("MINFERKL", 8);
+    o.write(reinterpret_cast<const char*>(&version), 4);
+    o.write(reinterpret_cast<const char*>(&n_ctx), 8);
+    o.write(reinterpret_cast<const char*>(&n_vocab), 8);
+    o.write(reinterpret_cast<const char*>(&n), 8);
+  }
+  EXPECT_THROW(runtime::KldBaseReader(file.string(), base.n_vocab()), Error);
   std::ofstream(file, std::ios::binary) << "not a base file";
   try {
     runtime::KldBaseReader r(file.string(), base.n_vocab());
