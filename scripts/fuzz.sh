@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes a parser: scripts/fuzz.sh BUILD_DIR SECONDS [gguf|template|imatrix|openai_request|gbnf|json_schema|kv_state]
+# Fuzzes a parser: scripts/fuzz.sh BUILD_DIR SECONDS [gguf|template|imatrix|openai_request|gbnf|json_schema|kv_state|kld_base]
 # BUILD_DIR must hold fuzz_<target> built with -DMINFER_FUZZ=ON (clang).
 # gguf (default): the seed corpus is the first 64 KB of every GGUF file in ../shared plus a
 # small complete GGUF built here, so the fuzzer starts from real headers.
@@ -10,6 +10,7 @@
 # gbnf: the seeds are GBNF grammars (JSON, a chess-like one, repetitions), each with text to match.
 # json_schema: the seeds are JSON schemas (objects, refs, patterns, ranges), each with text to match.
 # kv_state: the seed is a valid saved state the fuzz target writes itself (its checksum).
+# kld_base: the seed is a small KL-divergence base file (16-token vocabulary, 2 rows).
 # Exits non-zero when the fuzzer finds a crash.
 set -euo pipefail
 BUILD_DIR=${1:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}
@@ -94,6 +95,15 @@ fi
 u32() { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)))"; }
 u64() { u32 "$1"; u32 0; }
 str() { u64 "${#1}"; printf '%s' "$1"; }
+
+if [ "$TARGET" = kld_base ]; then
+  # "MINFERKL", version 1, n_ctx 4, n_vocab 16, 3 tokens, then 2 rows (f32 -8.0, 16 u16)
+  { printf 'MINFERKL'; u32 1; u64 4; u64 16; u64 3; u32 1; u32 5; u32 15
+    for r in 1 2; do u32 3238002688; head -c 32 /dev/urandom; done; } > "$SEED/small.kld"
+  echo "fuzz.sh: 1 seed in $SEED; fuzzing fuzz_kld_base for $SECONDS_TO_RUN s"
+  exec "$BIN" "$CORPUS" "$SEED" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix="$ARTIFACTS/" -print_final_stats=1
+fi
 
 if [ "$TARGET" = imatrix ]; then
   # legacy: 2 entries (name length, name, ncall, nval, floats), then chunks and a dataset name

@@ -3,7 +3,7 @@
 # but for the tests labelled slow), the unit tests again under AddressSanitizer +
 # UndefinedBehaviorSanitizer, and the fuzzers of the GGUF reader (60 s), the chat-template
 # interpreter (30 s), the importance-matrix reader (20 s), the server's request and tool-call parsers (20 s),
-# the GBNF grammars (20 s), the JSON schemas (20 s) and the saved-state reader (10 s).
+# the GBNF grammars (20 s), the JSON schemas (20 s), the saved-state and KL-divergence base readers (10 s each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
@@ -27,10 +27,10 @@ cmake --build build-asan -j"$JOBS"
 ctest --test-dir build-asan --output-on-failure -j"$JOBS" -LE slow
 
 if [ -f fuzz/CMakeLists.txt ]; then
-  echo "== fuzzing the GGUF reader (60 s), the chat-template interpreter (30 s), the imatrix reader (20 s), the server's request and tool-call parsers (20 s), the GBNF grammars (20 s), JSON schemas (20 s) and saved states (10 s)"
+  echo "== fuzzing the GGUF reader (60 s), the chat-template interpreter (30 s), the imatrix reader (20 s), the server's request and tool-call parsers (20 s), the GBNF grammars (20 s), JSON schemas (20 s), saved states and KL-divergence base files (10 s each)"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DMINFER_FUZZ=ON -DMINFER_BUILD_TESTS=OFF >/dev/null
-  cmake --build build-fuzz -j"$JOBS" --target fuzz_gguf fuzz_template fuzz_imatrix fuzz_openai_request fuzz_gbnf fuzz_json_schema fuzz_kv_state
+  cmake --build build-fuzz -j"$JOBS" --target fuzz_gguf fuzz_template fuzz_imatrix fuzz_openai_request fuzz_gbnf fuzz_json_schema fuzz_kv_state fuzz_kld_base
   bash scripts/fuzz.sh build-fuzz 60 gguf
   bash scripts/fuzz.sh build-fuzz 30 template
   bash scripts/fuzz.sh build-fuzz 20 imatrix
@@ -38,4 +38,5 @@ if [ -f fuzz/CMakeLists.txt ]; then
   bash scripts/fuzz.sh build-fuzz 20 gbnf
   bash scripts/fuzz.sh build-fuzz 20 json_schema
   bash scripts/fuzz.sh build-fuzz 10 kv_state
+  bash scripts/fuzz.sh build-fuzz 10 kld_base
 fi
