@@ -5,7 +5,7 @@
 // F32 caches and an F16 one. (The tiny random qwen files are too sensitive for F16 here: F16
 // instead of F32 keys alone moves llama.cpp's own top probabilities by 15 %.) Then generate() going past a full context, its bookkeeping and its errors.
 //
-// The expected values came from the oracle (../shared/oracle), a scratch script doing:
+// The expected values came from the oracle (../shared/oracle) through scripts/oracle/context-shift.mjs:
 //   seq.controlledEvaluate(PROMPT); seq.eraseContextTokenRanges([{start: KEEP, end: KEEP + DISCARD}]);
 //   seq.controlledEvaluate(NEXT with probabilities)   -> the top 5 of each NEXT position
 #include <gtest/gtest.h>

@@ -28,7 +28,8 @@ struct Want {
   double ppl, err;
 };
 
-// llama.cpp's values: /tmp/oracle/ppl.mjs (controlledEvaluate of each chunk with probabilities).
+// llama.cpp's values: scripts/oracle/perplexity.mjs on kText in a file, F32 cache (each chunk
+// evaluated with probabilities through node-llama-cpp).
 const Want kWant[] = {
     {"stories260K.gguf", 64, {2.394374, 2.534429, 2.507649, 2.824036, 3.054702, 3.315059}, 3.3150587, 0.4127385},
     {"tiny-qwen2-q8_0.gguf", 48, {13296251.753, 13892611.088, 11962012.419, 16912303.366, 14770479.177}, 14770479.177,
