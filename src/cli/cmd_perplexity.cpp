@@ -76,7 +76,7 @@ int run_perplexity(int argc, char** argv) {
   cp.kv_type = kv;
   runtime::Context ctx(model, cp);
   log.detail("perplexity: {} tokens, {} chunks of {}, batch {}", tokens.size(),
-             chunks > 0 ? std::min<int64_t>(chunks, int64_t(tokens.size()) / n_ctx) : int64_t(tokens.size()) / n_ctx, n_ctx,
+             runtime::perplexity_chunks(int64_t(tokens.size()), n_ctx, chunks), n_ctx,
              std::min(n_batch, n_ctx));
   std::unique_ptr<runtime::KldBaseWriter> writer;
   if (!kl_base.empty() && !kl_divergence) writer = std::make_unique<runtime::KldBaseWriter>(kl_base, n_ctx, model.n_vocab(), tokens);

@@ -86,7 +86,8 @@ int run_serve(int argc, char** argv) {
   o.ctx = cli::context_params(model, f);
   const cli::Draft draft = cli::load_draft(f, model, o.ctx, log);
   o.drafter = draft.drafter.get();
-  o.sampling = f.sampler_params(&model.tokenizer());
+  o.sampling = f.sampler_params();  // DRY's breakers: the server makes them (dry_sequence_breakers)
+  o.dry_sequence_breakers = f.dry_breaker_texts();
   o.seed = f.seed;
   o.n_predict = f.n_predict;
   o.n_batch = f.n_batch();

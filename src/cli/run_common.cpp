@@ -195,6 +195,14 @@ void GenFlags::validate() {
   }
 }
 
+std::vector<std::string> GenFlags::dry_breaker_texts() const {
+  std::vector<std::string> breakers = dry_sequence_breakers.empty() ? runtime::default_dry_breakers() : dry_sequence_breakers;
+  if (breakers.size() == 1 && breakers[0] == "none") breakers.clear();
+  if (escape)
+    for (std::string& b : breakers) b = process_escapes(b);
+  return breakers;
+}
+
 nlohmann::ordered_json GenFlags::template_vars() const {
   nlohmann::ordered_json vars = nlohmann::ordered_json::object();
   if (!chat_template_kwargs.empty()) {
@@ -293,13 +301,8 @@ runtime::SamplerParams GenFlags::sampler_params(const tok::Tokenizer* tok) const
   p.dry_base = dry_base;
   p.dry_allowed_length = dry_allowed_length;
   p.dry_penalty_last_n = dry_penalty_last_n;
-  if (tok && (dry_multiplier > 0 || !dry_sequence_breakers.empty())) {
-    std::vector<std::string> breakers = dry_sequence_breakers.empty() ? runtime::default_dry_breakers() : dry_sequence_breakers;
-    if (breakers.size() == 1 && breakers[0] == "none") breakers.clear();
-    if (escape)
-      for (std::string& b : breakers) b = process_escapes(b);
-    p.dry_breakers = std::make_shared<const runtime::DryBreakers>(runtime::make_dry_breakers(*tok, breakers));
-  }
+  if (tok && dry_multiplier > 0)
+    p.dry_breakers = std::make_shared<const runtime::DryBreakers>(runtime::make_dry_breakers(*tok, dry_breaker_texts()));
   if (!samplers.empty() && !sampling_seq.empty()) fail("--samplers and --sampling-seq: give one of them");
   if (!samplers.empty()) p.order = runtime::parse_sampler_names(samplers);
   if (!sampling_seq.empty()) p.order = runtime::parse_sampler_letters(sampling_seq);

@@ -119,6 +119,9 @@ struct GenFlags {
   // nothing here (-ngl N, -fa off).
   void setup_log(Log& log) const;
   // Range checks (Error, exit 1) and the derived sampler parameters.
+  // DRY's sequence breakers as texts: --dry-sequence-breaker's (escapes processed), or llama.cpp's
+  // defaults; "none": none.
+  std::vector<std::string> dry_breaker_texts() const;
   // With a tokenizer, DRY's sequence breakers are made for it (when DRY is on).
   runtime::SamplerParams sampler_params(const tok::Tokenizer* tok = nullptr) const;
   // Range checks; then, as llama.cpp parses its flags, the escapes of the --stop strings processed

@@ -18,8 +18,7 @@ PerplexityResult perplexity(Context& ctx, std::span<const int32_t> tokens, int64
          2 * n_ctx);
   n_batch = std::clamp<int64_t>(n_batch, 1, n_ctx);
   PerplexityResult r;
-  r.n_chunks = int64_t(tokens.size()) / n_ctx;
-  if (n_chunks_max > 0) r.n_chunks = std::min(r.n_chunks, n_chunks_max);
+  r.n_chunks = perplexity_chunks(int64_t(tokens.size()), n_ctx, n_chunks_max);
   const int64_t first = n_ctx / 2, n_vocab = ctx.n_vocab();
   double nll = 0, nll2 = 0;
   std::vector<int32_t> chunk;

@@ -20,6 +20,12 @@ struct PerplexityResult {
   int64_t n_scored = 0;         // tokens scored
 };
 
+// The chunks of n_ctx that `n_tokens` hold, at most n_chunks_max (<= 0: all).
+inline int64_t perplexity_chunks(int64_t n_tokens, int64_t n_ctx, int64_t n_chunks_max) {
+  const int64_t n = n_tokens / n_ctx;
+  return n_chunks_max > 0 && n_chunks_max < n ? n_chunks_max : n;
+}
+
 // Each scored position: its chunk, the log-probabilities of the whole vocabulary, the token that
 // came next (for --kl-divergence).
 using ScoredPosition = std::function<void(int64_t chunk, std::span<const double> logprobs, int32_t next)>;

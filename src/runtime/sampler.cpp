@@ -395,39 +395,23 @@ int32_t Sampler::sample(std::span<const float> logits, const std::function<bool(
     apply_temperature(cand_, p_.temp);
     return mirostat_draw(int32_t(logits.size()));
   }
-  // Stages acting on each token alone (penalties; DRY, off) at the head of the chain run first,
-  // on the whole vocabulary in id order; a grammar's filter commutes with them, and when top-k
-  // comes next it only needs that many of the allowed tokens.
-  const DryBreakers no_breakers;
-  auto dry = [&] {
-    if (p_.dry_multiplier <= 0 || dry_history_.empty()) return;
-    const std::vector<int32_t> window(dry_history_.begin(), dry_history_.end());
-    apply_dry(cand_, window, p_.dry_multiplier, p_.dry_base, p_.dry_allowed_length,
-              p_.dry_breakers ? *p_.dry_breakers : no_breakers);
-  };
-  size_t next = 0;
-  for (; next < p_.order.size() && (p_.order[next] == S::Penalties || p_.order[next] == S::Dry); ++next) {
-    if (p_.order[next] == S::Dry) dry();
-    if (p_.order[next] == S::Penalties && penalize) {
-      std::vector<int32_t> recent(history_.begin(), history_.end());
-      apply_penalties(cand_, recent, p_.repeat_penalty, p_.frequency_penalty, p_.presence_penalty);
-    }
-  }
-  if (allowed) {
-    const bool top_k_next = next < p_.order.size() && p_.order[next] == S::TopK;
-    apply_allowed(cand_, allowed, greedy ? 1 : top_k_next ? p_.top_k : 0);
-    if (cand_.empty()) return -1;
-  }
+  static const DryBreakers no_breakers;
   const size_t min_keep = size_t(std::max(1, p_.min_keep));
-  for (; next < p_.order.size(); ++next) {
-    switch (p_.order[next]) {
+  auto stage = [&](S s) {
+    switch (s) {
       case S::Penalties:
         if (penalize) {
-          std::vector<int32_t> recent(history_.begin(), history_.end());
+          const std::vector<int32_t> recent(history_.begin(), history_.end());
           apply_penalties(cand_, recent, p_.repeat_penalty, p_.frequency_penalty, p_.presence_penalty);
         }
         break;
-      case S::Dry: dry(); break;
+      case S::Dry:
+        if (dry_on) {
+          const std::vector<int32_t> window(dry_history_.begin(), dry_history_.end());
+          apply_dry(cand_, window, p_.dry_multiplier, p_.dry_base, p_.dry_allowed_length,
+                    p_.dry_breakers ? *p_.dry_breakers : no_breakers);
+        }
+        break;
       case S::TopNSigma: apply_top_n_sigma(cand_, p_.top_n_sigma); break;
       case S::TopK: apply_top_k(cand_, p_.top_k); break;
       case S::TypicalP: apply_typical(cand_, p_.typical_p, min_keep); break;
@@ -440,6 +424,20 @@ int32_t Sampler::sample(std::span<const float> logits, const std::function<bool(
         apply_dynamic_temperature(cand_, p_.temp, p_.dynatemp_range, p_.dynatemp_exponent);
         break;
     }
+  };
+  // Stages acting on each token alone (penalties, DRY) at the head of the chain run first, on the
+  // whole vocabulary in id order; a grammar's filter commutes with them, and when top-k comes
+  // next it only needs that many of the allowed tokens.
+  size_t next = 0;
+  for (; next < p_.order.size() && (p_.order[next] == S::Penalties || p_.order[next] == S::Dry); ++next)
+    stage(p_.order[next]);
+  if (allowed) {
+    const bool top_k_next = next < p_.order.size() && p_.order[next] == S::TopK;
+    apply_allowed(cand_, allowed, greedy ? 1 : top_k_next ? p_.top_k : 0);
+    if (cand_.empty()) return -1;
+  }
+  for (; next < p_.order.size(); ++next) {
+    stage(p_.order[next]);
     if (cand_.empty()) fail("sampling: no candidate tokens left");
   }
   if (greedy && cand_.size() == 1) return cand_.front().id;

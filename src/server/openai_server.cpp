@@ -189,7 +189,7 @@ json OpenAiServer::generation_settings(const CompletionRequest& r) const {
               {"dry_base", p.dry_base},
               {"dry_allowed_length", p.dry_allowed_length},
               {"dry_penalty_last_n", p.dry_penalty_last_n},
-              {"dry_sequence_breakers", r.dry_sequence_breakers ? *r.dry_sequence_breakers : runtime::default_dry_breakers()},
+              {"dry_sequence_breakers", r.dry_sequence_breakers ? *r.dry_sequence_breakers : opts_.dry_sequence_breakers},
               {"samplers", sampler_names(p.order)},
               {"repeat_last_n", p.repeat_last_n},
               {"repeat_penalty", p.repeat_penalty},
@@ -251,15 +251,15 @@ CompletionResult OpenAiServer::complete(const CompletionRequest& r,
   } idle{slot_busy_};
   cancel_ = stopping_.load();
   runtime::SamplerParams sp = sampler_params(r, opts_.sampling, opts_.seed ? *opts_.seed : runtime::random_seed());
-  if (sp.dry_multiplier > 0 && (r.dry_sequence_breakers || !sp.dry_breakers)) {
-    // DRY's breakers as tokens: a request's own, or llama-server's defaults (made once).
+  if (sp.dry_multiplier > 0) {
+    // DRY's breakers as tokens: a request's own, or the server's (made once).
     if (r.dry_sequence_breakers) {
       sp.dry_breakers = std::make_shared<const runtime::DryBreakers>(
           runtime::make_dry_breakers(model_.tokenizer(), *r.dry_sequence_breakers));
     } else {
       if (!default_dry_breakers_)
         default_dry_breakers_ = std::make_shared<const runtime::DryBreakers>(
-            runtime::make_dry_breakers(model_.tokenizer(), runtime::default_dry_breakers()));
+            runtime::make_dry_breakers(model_.tokenizer(), opts_.dry_sequence_breakers));
       sp.dry_breakers = default_dry_breakers_;
     }
   }

@@ -33,6 +33,7 @@
 #include "runtime/context.h"
 #include "runtime/embed.h"
 #include "runtime/sampler.h"
+#include "runtime/sampler_dry.h"
 #include "server/metrics.h"
 #include "server/openai_api.h"
 
@@ -68,6 +69,8 @@ struct ServeOptions {
   bool ignore_eos = false;            // for every request (a request can also ask for it)
   std::string system;                 // a system message for chats that bring none
   nlohmann::ordered_json template_kwargs;  // --chat-template-kwargs: under each request's own
+  // DRY's sequence breakers for requests that bring none (--dry-sequence-breaker; llama.cpp's).
+  std::vector<std::string> dry_sequence_breakers = runtime::default_dry_breakers();
   std::shared_ptr<const grammar::Grammar> grammar;  // for requests that bring no grammar or JSON format
   // --reasoning-format: a chat reply's <think> block as message.reasoning_content (llama-server's
   // default "auto"), or left in the content ("none"); a request's reasoning_format overrides it.
@@ -159,7 +162,8 @@ class OpenAiServer {
     int64_t n_predict = -1;
   };
   std::mutex slot_mu_;
-  std::shared_ptr<const runtime::DryBreakers> default_dry_breakers_;  // made at the first DRY request (under the model's turn)
+  // dry_sequence_breakers as tokens, made at the first DRY request (under the model's turn).
+  std::shared_ptr<const runtime::DryBreakers> default_dry_breakers_;
   SlotState slot_;
   std::atomic<int64_t> slot_decoded_{0};
   std::atomic<bool> slot_busy_{false};
